@@ -1,0 +1,323 @@
+#include "zygote.h"
+
+#include <Python.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pybind11/embed.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proc_tree.h"
+#include "wire.h"
+
+namespace py = pybind11;
+
+namespace mcpexec {
+
+extern const char kRuntimeSource[];
+
+namespace {
+
+// The runner keeps its status pipe on a high, fixed fd so that code juggling
+// its low fds (dup2 onto 3, say) does not disturb it.
+constexpr int kRunnerStatusFd = 1000;
+
+struct Zygote {
+  int control = -1;
+  pid_t self = 0;
+  sigset_t original_mask;
+  std::map<pid_t, uint64_t> runners;  // live runner pid -> run id
+};
+
+void Die(const char* what) {
+  // Before Python is up, stderr is the supervisor's stderr.
+  fprintf(stderr, "{\"level\":\"error\",\"event\":\"zygote_fatal\",\"what\":\"%s\",\"errno\":\"%s\"}\n",
+          what, strerror(errno));
+  _exit(1);
+}
+
+void SendFatal(int control, const std::string& why) {
+  wire::Header h{wire::Type::kFatal, 0, 0, 0};
+  wire::Send(control, h, why.data(), std::min(why.size(), wire::kMaxPayload), nullptr, 0);
+}
+
+int CountTasks() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+void InitPython() {
+  PyPreConfig pre;
+  PyPreConfig_InitIsolatedConfig(&pre);
+  pre.utf8_mode = 1;  // open() and the std streams speak UTF-8 whatever the locale
+  PyStatus st = Py_PreInitialize(&pre);
+  if (PyStatus_Exception(st)) Die("Py_PreInitialize");
+
+  PyConfig config;
+  PyConfig_InitIsolatedConfig(&config);
+  // The prefix is the one of the interpreter we were built against, never
+  // whatever `python3` is first on PATH.
+  PyConfig_SetBytesString(&config, &config.home, MCP_EXEC_PYTHON_HOME);
+  // sys.executable: what subprocess/multiprocessing users expect to re-run.
+  std::string exe = std::string(MCP_EXEC_PYTHON_HOME) + "/bin/python3";
+  PyConfig_SetBytesString(&config, &config.executable, exe.c_str());
+  PyConfig_SetBytesString(&config, &config.program_name, exe.c_str());
+  config.install_signal_handlers = 1;  // runners get CPython's usual SIGINT/SIGPIPE setup
+  config.write_bytecode = 0;
+  config.site_import = 1;
+  py::initialize_interpreter(&config, 0, nullptr, false);
+}
+
+py::object LoadRuntime() {
+  py::module_ types = py::module_::import("types");
+  py::object mod = types.attr("ModuleType")("mcp_exec_runtime");
+  py::object builtins = py::module_::import("builtins");
+  // The runtime hides its own frames from tracebacks by this name.
+  const char* filename = "<mcp_exec_runtime>";
+  mod.attr("__file__") = filename;
+  py::object code = builtins.attr("compile")(py::str(kRuntimeSource), filename, "exec");
+  builtins.attr("exec")(code, mod.attr("__dict__"));
+  py::module_::import("sys").attr("modules")["mcp_exec_runtime"] = mod;
+  return mod;
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[65536];
+  off_t off = 0;
+  for (;;) {
+    ssize_t n = pread(fd, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, n);
+    off += n;
+  }
+  return out;
+}
+
+// Moves fds onto 0/1/2 and the status fd, and closes every other descriptor
+// (the control socket included).
+bool SetUpRunnerFds(const std::vector<int>& fds) {
+  int moved[wire::kRunFdCount];
+  for (int i = 0; i < wire::kRunFdCount; ++i) {
+    moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 1100);
+    if (moved[i] < 0) return false;
+  }
+  if (dup2(moved[wire::kStdin], 0) < 0 || dup2(moved[wire::kStdout], 1) < 0 ||
+      dup2(moved[wire::kStderr], 2) < 0 ||
+      dup3(moved[wire::kStatus], kRunnerStatusFd, O_CLOEXEC) < 0) {
+    return false;
+  }
+  syscall(SYS_close_range, 3, kRunnerStatusFd - 1, 0);
+  syscall(SYS_close_range, kRunnerStatusFd + 1, ~0U, 0);
+  return true;
+}
+
+[[noreturn]] void RunnerMain(Zygote& z, const wire::RunParams& params, const std::vector<int>& fds) {
+  sigprocmask(SIG_SETMASK, &z.original_mask, nullptr);
+  signal(SIGCHLD, SIG_DFL);
+  // Own session: a terminal or the supervisor's process group never reaches
+  // the run, and the run's signals to its group never reach us.
+  setsid();
+  // Everything the code starts stays in this subtree while the runner lives,
+  // so the deadline can find and kill it even after setsid() or a double fork.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != z.self) _exit(127);
+
+  std::string code = ReadAll(fds[wire::kCode]);
+  if (!SetUpRunnerFds(fds)) _exit(126);
+  if (chdir(params.workdir) != 0) {
+    dprintf(2, "mcp-exec: chdir(%s): %s\n", params.workdir, strerror(errno));
+    _exit(126);
+  }
+
+  int status = 1;
+  try {
+    py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
+    status = rt.attr("run")(py::str(code), py::str(params.workdir)).cast<int>();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    PyErr_Print();
+    status = 1;
+  }
+  fflush(nullptr);
+  int32_t report = status;
+  (void)!write(kRunnerStatusFd, &report, sizeof report);
+  close(1);
+  close(2);
+  close(kRunnerStatusFd);
+  _exit(status);
+}
+
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) close(fd);
+}
+
+void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
+              const std::vector<int>& fds) {
+  auto fail = [&](int err, const std::string& what) {
+    wire::Header r{wire::Type::kStartFailed, 0, h.run_id, err};
+    wire::Send(z.control, r, what.data(), what.size(), nullptr, 0);
+  };
+  if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) {
+    CloseAll(fds);
+    return fail(EPROTO, "malformed run request");
+  }
+  wire::RunParams params;
+  memcpy(&params, payload.data(), sizeof params);
+  params.workdir[sizeof params.workdir - 1] = '\0';
+  // A native thread pool started by an import would be copied as a lock held
+  // by nobody: refuse to fork rather than hand out a broken runner.
+  int tasks = CountTasks();
+  if (tasks != 1) {
+    CloseAll(fds);
+    return fail(EAGAIN, "zygote has " + std::to_string(tasks) + " threads; refusing to fork");
+  }
+  PyOS_BeforeFork();
+  pid_t pid = fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    RunnerMain(z, params, fds);
+  }
+  int err = errno;
+  PyOS_AfterFork_Parent();
+  CloseAll(fds);
+  if (pid < 0) return fail(err, std::string("fork: ") + strerror(err));
+  z.runners[pid] = h.run_id;
+  wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
+  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+}
+
+void KillRun(Zygote& z, uint64_t run_id) {
+  for (auto& [pid, id] : z.runners) {
+    if (id == run_id) {
+      KillTree(pid, true);
+      return;
+    }
+  }
+}
+
+std::set<pid_t> LiveRunners(const Zygote& z) {
+  std::set<pid_t> keep;
+  for (auto& [pid, id] : z.runners) keep.insert(pid);
+  return keep;
+}
+
+void ReapChildren(Zygote& z) {
+  bool runner_ended = false;
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    auto it = z.runners.find(pid);
+    if (it == z.runners.end()) continue;  // an orphan of a finished run
+    wire::Header r{wire::Type::kExited, 0, it->second, status};
+    z.runners.erase(it);
+    wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+    runner_ended = true;
+  }
+  // Whatever a finished run left behind was re-parented to us: end it.
+  if (runner_ended) KillChildrenExcept(z.self, LiveRunners(z));
+}
+
+[[noreturn]] void Serve(Zygote& z, int sigfd) {
+  for (;;) {
+    pollfd pfds[2] = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
+    if (poll(pfds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      Die("poll");
+    }
+    if (pfds[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (read(sigfd, &si, sizeof si) == sizeof si) {
+      }
+      ReapChildren(z);
+    }
+    if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      wire::Header h;
+      std::string payload;
+      std::vector<int> fds;
+      int r = wire::Receive(z.control, &h, &payload, &fds);
+      if (r <= 0) {
+        // The supervisor is gone or closed us: nothing may outlive it.
+        for (auto& [pid, id] : z.runners) KillTree(pid, true);
+        KillChildrenExcept(z.self, {});
+        _exit(0);
+      }
+      if (h.type == wire::Type::kRun) StartRun(z, h, payload, fds);
+      else if (h.type == wire::Type::kKill) KillRun(z, h.run_id), CloseAll(fds);
+      else CloseAll(fds);
+    }
+  }
+}
+
+}  // namespace
+
+int ZygoteMain(int argc, char** argv) {
+  Zygote z;
+  pid_t supervisor = 0;
+  for (int i = 2; i < argc; ++i) {
+    if (strncmp(argv[i], "--control-fd=", 13) == 0) z.control = atoi(argv[i] + 13);
+    if (strncmp(argv[i], "--supervisor=", 13) == 0) supervisor = atoi(argv[i] + 13);
+  }
+  if (z.control < 0 || supervisor <= 0) {
+    fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand\n");
+    return 2;
+  }
+  fcntl(z.control, F_SETFD, FD_CLOEXEC);
+  // Die with the supervisor, whatever kills it.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != supervisor) Die("prctl(PR_SET_PDEATHSIG)");
+  setsid();
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Die("prctl(PR_SET_CHILD_SUBREAPER)");
+  z.self = getpid();
+
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &z.original_mask);
+  sigdelset(&z.original_mask, SIGCHLD);
+  int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) Die("signalfd");
+
+  InitPython();
+  std::string report;
+  try {
+    py::object rt = LoadRuntime();
+    py::object result = rt.attr("warm_up")();
+    report = py::module_::import("json").attr("dumps")(result).cast<std::string>();
+  } catch (py::error_already_set& e) {
+    SendFatal(z.control, std::string("python warm-up failed: ") + e.what());
+    _exit(1);
+  }
+  int tasks = CountTasks();
+  if (tasks != 1) {
+    SendFatal(z.control, "after warm-up the zygote runs " + std::to_string(tasks) +
+                             " threads; a native thread pool was not pinned to one thread");
+    _exit(1);
+  }
+  wire::Header ready{wire::Type::kReady, 0, 0, z.self};
+  if (!wire::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
+  Serve(z, sigfd);
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,12 @@
+// The zygote: a single-threaded process that embeds CPython, imports and warms
+// the sandbox's packages once, then forks one runner per request. It is the
+// supervisor's own binary started as `mcp-exec __zygote` over a socketpair, so
+// it begins life with an explicit, empty environment and no threads.
+#pragma once
+
+namespace mcpexec {
+
+// argv: mcp-exec __zygote --control-fd=N --supervisor=PID
+int ZygoteMain(int argc, char** argv);
+
+}  // namespace mcpexec

@@ -1,0 +1,18 @@
+#include "cancel.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace mcpexec {
+
+CancelToken::CancelToken() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+CancelToken::~CancelToken() {
+  if (fd_ >= 0) close(fd_);
+}
+void CancelToken::Cancel() {
+  cancelled_ = true;
+  uint64_t one = 1;
+  (void)!write(fd_, &one, sizeof one);
+}
+
+}  // namespace mcpexec

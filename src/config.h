@@ -1,0 +1,57 @@
+// Configuration: one schema, read once at start from MCP_EXEC_* variables and
+// command-line flags (a flag wins over its variable). A set but malformed value
+// is a start-up error naming the variable or flag; there is no silent fallback.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcpexec {
+
+enum class Transport { kStdio, kHttp, kSse };
+
+struct Config {
+  Transport transport = Transport::kStdio;
+  std::string addr = ":8080";
+  int64_t default_timeout_s = 30;
+  int64_t max_timeout_s = 300;
+  int64_t max_output_bytes = 1048576;
+  int64_t max_stdin_bytes = 1048576;
+  std::string python = "python3";
+  std::string auth_token;  // empty: no auth
+  // Ours.
+  int64_t max_concurrent = 0;  // 0 in the schema means "number of CPUs"
+  int64_t max_queue = 64;
+  int64_t max_code_bytes = 1048576;
+  int64_t max_request_bytes = 0;  // 0 means derived from the code and stdin caps
+  std::string workdir_root = "/tmp";
+  std::string log_level = "info";
+};
+
+// Outcome of parsing: either a Config, or an error line, or a request for
+// --help / --version text.
+struct ParseResult {
+  std::optional<Config> config;
+  std::string error;        // one line, names the variable or flag
+  std::string print_and_exit;  // --help / --version text
+  std::string command;      // "" (serve) or "doctor"
+  bool json_output = false; // doctor --json
+};
+
+// env: the process environment as a map (tests pass their own). args: argv
+// without argv[0].
+ParseResult ParseConfig(const std::map<std::string, std::string>& env,
+                        const std::vector<std::string>& args);
+
+std::map<std::string, std::string> EnvironmentMap(char** envp);
+
+std::string HelpText();
+std::string TransportName(Transport t);
+
+// The derived request-size cap: a JSON string can escape one byte into six.
+int64_t EffectiveMaxRequestBytes(const Config& c);
+
+}  // namespace mcpexec

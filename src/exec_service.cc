@@ -1,0 +1,44 @@
+#include "exec_service.h"
+
+namespace mcpexec {
+
+using json = nlohmann::json;
+
+ExecService::ExecService(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
+                         Executor& executor, std::string sandbox_summary)
+    : config_(config),
+      zygote_(zygote),
+      scheduler_(scheduler),
+      executor_(executor),
+      sandbox_summary_(std::move(sandbox_summary)) {}
+
+json ExecService::ToolDescriptor() const {
+  return {
+      {"name", ExecToolName()},
+      {"title", "Execute Python"},
+      {"description", ExecDescription(config_, zygote_.report(), sandbox_summary_)},
+      {"inputSchema", ExecInputSchema()},
+      {"outputSchema", ExecOutputSchema()},
+      {"annotations",
+       {{"readOnlyHint", false},
+        {"destructiveHint", false},
+        {"idempotentHint", false},
+        {"openWorldHint", false}}},
+  };
+}
+
+bool ExecService::Admit(std::string* why) {
+  if (scheduler_.Admit()) return true;
+  *why = "the server is at capacity: " + std::to_string(scheduler_.max_running()) +
+         " runs executing and " + std::to_string(scheduler_.max_queued()) +
+         " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly";
+  return false;
+}
+
+json ExecService::Execute(const ExecRequest& req, CancelToken& cancel) {
+  auto outcome = executor_.Run(req, cancel);
+  if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
+  return ToolResult(std::get<ExecResult>(outcome));
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,26 @@
+// The exec tool as the sessions see it: admission, execution, results.
+#pragma once
+
+#include "executor.h"
+#include "mcp_server.h"
+
+namespace mcpexec {
+
+class ExecService : public ToolBackend {
+ public:
+  ExecService(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
+              std::string sandbox_summary);
+  const Config& config() const override { return config_; }
+  nlohmann::json ToolDescriptor() const override;
+  bool Admit(std::string* why) override;
+  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel) override;
+
+ private:
+  const Config& config_;
+  ZygoteClient& zygote_;
+  Scheduler& scheduler_;
+  Executor& executor_;
+  std::string sandbox_summary_;
+};
+
+}  // namespace mcpexec

@@ -1,0 +1,65 @@
+// One run from the supervisor's side: a slot from the scheduler, a private
+// working directory, the pipes and the code memfd handed to the zygote, then
+// the I/O loop that feeds stdin, reads both streams under one budget and
+// enforces the deadline. The answer goes out as soon as the runner has
+// reported and its pipes are closed; reaping and removing the directory
+// happen afterwards, off the caller's path.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+
+#include "cancel.h"
+#include "config.h"
+#include "exec_tool.h"
+#include "scheduler.h"
+#include "zygote_client.h"
+
+namespace mcpexec {
+
+class Executor {
+ public:
+  Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler);
+  ~Executor();
+
+  // Creates the base folder for the runs' working directories.
+  bool Init(std::string* error);
+
+  // Admission must have succeeded (Scheduler::Admit) before. Blocks until the
+  // run is over. Returns the result, or a tool-error message.
+  std::variant<ExecResult, std::string> Run(const ExecRequest& req, CancelToken& cancel);
+
+  // Waits for every run's teardown, then removes the base folder.
+  void Shutdown();
+
+  const std::string& base_dir() const { return base_dir_; }
+
+ private:
+  struct Cleanup {
+    uint64_t run_id;
+    std::shared_ptr<RunSlot> slot;
+    std::string workdir;
+  };
+  void CleanerLoop();
+
+  const Config& config_;
+  ZygoteClient& zygote_;
+  Scheduler& scheduler_;
+  std::string base_dir_;
+  std::atomic<uint64_t> next_run_id_{1};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Cleanup> cleanups_;
+  bool stopping_ = false;
+  std::thread cleaner_;
+};
+
+}  // namespace mcpexec

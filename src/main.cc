@@ -1,0 +1,90 @@
+// mcp-exec: the supervisor. It starts the zygote before it has any thread,
+// then serves MCP on the configured transport.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "../embed/zygote.h"
+#include "config.h"
+#include "exec_service.h"
+#include "executor.h"
+#include "log.h"
+#include "scheduler.h"
+#include "stdio_transport.h"
+#include "version.h"
+#include "zygote_client.h"
+
+extern char** environ;
+
+using namespace mcpexec;
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "__zygote") == 0) return ZygoteMain(argc, argv);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  ParseResult parsed = ParseConfig(EnvironmentMap(environ), args);
+  if (!parsed.error.empty()) {
+    fprintf(stderr, "mcp-exec: %s\n", parsed.error.c_str());
+    return 1;
+  }
+  if (!parsed.print_and_exit.empty()) {
+    fputs(parsed.print_and_exit.c_str(), stdout);
+    return 0;
+  }
+  const Config config = *parsed.config;
+  log::SetLevel(config.log_level);
+  if (config.transport != Transport::kStdio) {
+    fprintf(stderr, "mcp-exec: MCP_EXEC_TRANSPORT=%s is not available in this build yet (use stdio)\n",
+            TransportName(config.transport).c_str());
+    return 1;
+  }
+
+  // Termination signals are read from a signalfd by the transport; block them
+  // before any thread exists so that every thread inherits the mask.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t term;
+  sigemptyset(&term);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&term, s);
+  sigprocmask(SIG_BLOCK, &term, nullptr);
+  int signal_fd = signalfd(-1, &term, SFD_CLOEXEC);
+  // Anything a dead zygote leaves behind is re-parented to us, to be killed.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  ZygoteClient zygote(config);
+  std::string error;
+  if (!zygote.Start(&error)) {
+    fprintf(stderr, "mcp-exec: %s\n", error.c_str());
+    return 1;
+  }
+  Scheduler scheduler(config.max_concurrent, config.max_queue);
+  Executor executor(config, zygote, scheduler);
+  if (!executor.Init(&error)) {
+    fprintf(stderr, "mcp-exec: %s\n", error.c_str());
+    zygote.Shutdown();
+    return 1;
+  }
+  ExecService service(config, zygote, scheduler, executor, "");
+  if (config.python != "python3") {
+    log::Warn("config_ignored", {{"variable", "MCP_EXEC_PYTHON"},
+                                 {"why", "the interpreter is embedded; runs use Python " +
+                                             zygote.report().python_version}});
+  }
+  log::Info("start", {{"version", MCP_EXEC_VERSION},
+                      {"transport", TransportName(config.transport)},
+                      {"max_concurrent", config.max_concurrent},
+                      {"max_queue", config.max_queue},
+                      {"default_timeout_s", config.default_timeout_s},
+                      {"max_timeout_s", config.max_timeout_s},
+                      {"max_output_bytes", config.max_output_bytes},
+                      {"max_stdin_bytes", config.max_stdin_bytes},
+                      {"auth", !config.auth_token.empty()}});
+  int rc = ServeStdio(service, STDIN_FILENO, STDOUT_FILENO, signal_fd);
+  executor.Shutdown();
+  zygote.Shutdown();
+  log::Info("stopped", {{"exit_status", rc}});
+  return rc;
+}

@@ -1,0 +1,28 @@
+// Process trees read from /proc, for killing everything a run started when
+// the host gives us no pid namespace. The runner is a child subreaper, so
+// nothing it starts can leave its subtree while it lives (setsid and double
+// forks included); once it is gone, orphans land on the zygote (also a
+// subreaper), which kills whatever is not a live runner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <set>
+#include <vector>
+
+namespace mcpexec {
+
+// All live (non-zombie) descendants of root, root excluded.
+std::vector<pid_t> Descendants(pid_t root);
+
+// SIGKILLs root's descendants, in rounds until none is left alive (a fork
+// racing with the kill is caught in the next round), then root itself if
+// include_root. Each kill goes through a pidfd opened while the process is
+// still known to be in the tree, so a recycled pid is never hit.
+void KillTree(pid_t root, bool include_root);
+
+// Kills every child of `parent` (and its subtree) that is not in `keep`.
+// Returns the number of processes killed.
+int KillChildrenExcept(pid_t parent, const std::set<pid_t>& keep);
+
+}  // namespace mcpexec

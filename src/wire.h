@@ -1,0 +1,49 @@
+// The control protocol between the supervisor and the zygote: fixed headers on
+// a SOCK_SEQPACKET socketpair (one message per send, never split), with file
+// descriptors passed as SCM_RIGHTS. The zygote never sees code, stdin or output:
+// it gets pipe ends and a sealed memfd holding the code, and forks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcpexec::wire {
+
+enum class Type : uint32_t {
+  kReady = 1,        // zygote -> supervisor; payload: runtime report (JSON)
+  kRun = 2,          // supervisor -> zygote; payload: RunParams; fds: kRunFds
+  kStarted = 3,      // zygote -> supervisor; value: runner pid
+  kStartFailed = 4,  // zygote -> supervisor; value: errno; payload: what failed
+  kExited = 5,       // zygote -> supervisor; value: wait status
+  kKill = 6,         // supervisor -> zygote: kill the run's whole process tree
+  kFatal = 7,        // zygote -> supervisor; payload: why the zygote cannot serve
+};
+
+struct Header {
+  Type type;
+  uint32_t reserved;
+  uint64_t run_id;
+  int64_t value;
+};
+
+// Order of the fds that travel with kRun.
+enum RunFd { kStdin = 0, kStdout = 1, kStderr = 2, kStatus = 3, kCode = 4, kRunFdCount = 5 };
+
+// Fixed-size parameters of a run (no run data: no code, no stdin).
+struct RunParams {
+  char workdir[512];
+  int64_t timeout_s;
+};
+
+constexpr size_t kMaxPayload = 256 * 1024;
+
+// Returns false with errno set on failure. Retries EINTR.
+bool Send(int sock, const Header& h, const void* payload, size_t len, const int* fds, int nfds);
+// Returns 1 on a message, 0 on EOF, -1 on error (errno set). Received fds are
+// close-on-exec.
+int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds);
+
+}  // namespace mcpexec::wire

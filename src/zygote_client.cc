@@ -1,0 +1,371 @@
+#include "zygote_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "fs_util.h"
+#include "log.h"
+#include "proc_tree.h"
+
+namespace mcpexec {
+
+void RunSlot::Notify() {
+  cv.notify_all();
+  if (wake_fd >= 0) {
+    uint64_t one = 1;
+    (void)!write(wake_fd, &one, sizeof one);
+  }
+}
+
+std::vector<std::string> ZygoteEnvironment(const Config& config, const std::string& cache_dir) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      "LANG=C.UTF-8",
+      "LC_ALL=C.UTF-8",
+      "HOME=" + cache_dir,
+      "MPLBACKEND=Agg",
+      "MPLCONFIGDIR=" + cache_dir + "/matplotlib",
+      // One thread per native pool: the zygote must stay single-threaded to
+      // fork safely, and runs share the machine's cores with each other.
+      "OPENBLAS_NUM_THREADS=1",
+      "OMP_NUM_THREADS=1",
+      "MKL_NUM_THREADS=1",
+      "NUMEXPR_NUM_THREADS=1",
+      "NUMEXPR_MAX_THREADS=1",
+      "VECLIB_MAXIMUM_THREADS=1",
+      "PYTHONDONTWRITEBYTECODE=1",
+  };
+  // Not secrets: they select OpenBLAS kernels on CPUs where older builds
+  // compute wrong results.
+  for (const char* name : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
+    if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+  }
+  return env;
+}
+
+ZygoteClient::ZygoteClient(const Config& config) : config_(config) {}
+
+ZygoteClient::~ZygoteClient() { Shutdown(); }
+
+bool ZygoteClient::SpawnLocked(std::string* error) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    *error = std::string("socketpair: ") + strerror(errno);
+    return false;
+  }
+  std::string cache = config_.workdir_root + "/mcp-exec-cache-" + std::to_string(geteuid());
+  EnsureDir(cache, 0700);
+  std::vector<std::string> env = ZygoteEnvironment(config_, cache);
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string control_arg = "--control-fd=3";
+  std::string sup_arg = "--supervisor=" + std::to_string(getpid());
+  char arg0[] = "mcp-exec-zygote";
+  char arg1[] = "__zygote";
+  char* argv[] = {arg0, arg1, control_arg.data(), sup_arg.data(), nullptr};
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  int devnull_in = 0;
+  posix_spawn_file_actions_addopen(&fa, devnull_in, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 3);  // clears close-on-exec on fd 3
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigfillset(&defaults);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    *error = std::string("posix_spawn(/proc/self/exe __zygote): ") + strerror(rc);
+    return false;
+  }
+  control_ = sv[0];
+  pid_ = pid;
+  return true;
+}
+
+bool ZygoteClient::AwaitReadyMessage(std::string* error) {
+  // Warm-up imports six packages; on a cold page cache that takes seconds.
+  pollfd p{control_, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, 180000);
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0) {
+    *error = "the zygote did not finish its warm-up within 180 s";
+    return false;
+  }
+  wire::Header h;
+  std::string payload;
+  std::vector<int> fds;
+  int r = wire::Receive(control_, &h, &payload, &fds);
+  for (int fd : fds) close(fd);
+  if (r <= 0) {
+    *error = "the zygote exited during its warm-up (see its log lines above)";
+    return false;
+  }
+  if (h.type == wire::Type::kFatal) {
+    *error = "the zygote cannot serve: " + payload;
+    return false;
+  }
+  if (h.type != wire::Type::kReady) {
+    *error = "unexpected first message from the zygote";
+    return false;
+  }
+  try {
+    report_ = ParseRuntimeReport(nlohmann::json::parse(payload));
+  } catch (const std::exception& e) {
+    *error = std::string("unreadable zygote report: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+bool ZygoteClient::Start(std::string* error) {
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!SpawnLocked(error)) return false;
+  }
+  if (!AwaitReadyMessage(error)) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    close(control_);
+    control_ = -1;
+    return false;
+  }
+  nlohmann::json pk = nlohmann::json::object();
+  for (auto& [name, version] : report_.packages) pk[name] = version;
+  log::Info("zygote_ready",
+            {{"pid", pid_},
+             {"python", report_.python_version},
+             {"packages", pk},
+             {"missing", report_.missing},
+             {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count()}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = true;
+  }
+  ready_cv_.notify_all();
+  if (!reader_.joinable()) reader_ = std::thread([this] { ReaderLoop(); });
+  return true;
+}
+
+bool ZygoteClient::WaitReady(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return ready_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                            [&] { return ready_ || shutting_down_; }) &&
+         ready_;
+}
+
+void ZygoteClient::FailAllRuns(const std::string& reason) {
+  std::map<uint64_t, std::shared_ptr<RunSlot>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    runs.swap(runs_);
+  }
+  for (auto& [id, slot] : runs) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->lost = true;
+    slot->lost_reason = reason;
+    slot->Notify();
+  }
+}
+
+void ZygoteClient::ReaderLoop() {
+  for (;;) {
+    int control;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      control = control_;
+    }
+    wire::Header h;
+    std::string payload;
+    std::vector<int> fds;
+    int r = control >= 0 ? wire::Receive(control, &h, &payload, &fds) : 0;
+    for (int fd : fds) close(fd);
+    if (r > 0) {
+      std::shared_ptr<RunSlot> slot;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = runs_.find(h.run_id);
+        if (it != runs_.end()) {
+          slot = it->second;
+          if (h.type == wire::Type::kExited || h.type == wire::Type::kStartFailed) runs_.erase(it);
+        }
+      }
+      if (!slot) continue;
+      std::lock_guard<std::mutex> lock(slot->mu);
+      if (h.type == wire::Type::kStarted) {
+        slot->started = true;
+        slot->pid = static_cast<pid_t>(h.value);
+      } else if (h.type == wire::Type::kExited) {
+        slot->exited = true;
+        slot->wait_status = static_cast<int>(h.value);
+      } else if (h.type == wire::Type::kStartFailed) {
+        slot->lost = true;
+        slot->lost_reason = "the sandbox could not start this run: " + payload;
+      }
+      slot->Notify();
+      continue;
+    }
+    // The zygote is gone (or its socket broke).
+    pid_t pid;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = false;
+      if (control_ >= 0) close(control_);
+      control_ = -1;
+      pid = pid_;
+      pid_ = 0;
+    }
+    bool shutting_down;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutting_down = shutting_down_;
+    }
+    int status = 0;
+    if (pid > 0) {
+      // On shutdown the zygote is busy killing every run's tree: let it.
+      if (!shutting_down) kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    // Runners die with their zygote (parent-death signal); what they started
+    // was re-parented to us (we are a subreaper): end it before going on.
+    KillChildrenExcept(getpid(), {});
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    FailAllRuns(shutting_down ? "the server is shutting down; the run was ended"
+                              : "the sandbox process died during this run and was restarted; "
+                                "the run was lost");
+    if (shutting_down) return;
+    log::Error("zygote_died", {{"pid", pid},
+                               {"exit_status", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
+                               {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}});
+    restarts_++;
+    for (int attempt = 0;; ++attempt) {
+      std::string error;
+      bool ok;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (shutting_down_) return;
+        ok = SpawnLocked(&error);
+      }
+      if (ok && AwaitReadyMessage(&error)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_ = true;
+        ready_cv_.notify_all();
+        log::Info("zygote_restarted", {{"pid", pid_}, {"attempt", attempt + 1}});
+        break;
+      }
+      log::Error("zygote_restart_failed", {{"error", error}, {"attempt", attempt + 1}});
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (control_ >= 0) close(control_);
+        control_ = -1;
+        if (pid_ > 0) {
+          kill(pid_, SIGKILL);
+          waitpid(pid_, nullptr, 0);
+          pid_ = 0;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
+    }
+  }
+}
+
+bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+                          std::shared_ptr<RunSlot> slot, std::string* error) {
+  if (!WaitReady(60000)) {
+    *error = "the sandbox is not available (it is restarting or failed to start); try again";
+    return false;
+  }
+  int control;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control = control_;
+    runs_[run_id] = slot;
+  }
+  wire::Header h{wire::Type::kRun, 0, run_id, 0};
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    ok = wire::Send(control, h, &params, sizeof params, fds, wire::kRunFdCount);
+  }
+  if (!ok) {
+    *error = std::string("could not reach the sandbox: ") + strerror(errno);
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_.erase(run_id);
+    return false;
+  }
+  return true;
+}
+
+void ZygoteClient::Kill(uint64_t run_id) {
+  int control;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control = control_;
+  }
+  if (control < 0) return;
+  wire::Header h{wire::Type::kKill, 0, run_id, 0};
+  std::lock_guard<std::mutex> lock(send_mu_);
+  wire::Send(control, h, nullptr, 0, nullptr, 0);
+}
+
+void ZygoteClient::Shutdown() {
+  pid_t pid;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    pid = pid_;
+    // Half-close: the zygote reads EOF, kills every runner and exits; our
+    // reader then sees EOF too.
+    if (control_ >= 0) shutdown(control_, SHUT_RDWR);
+  }
+  ready_cv_.notify_all();
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ > 0) {
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+  if (control_ >= 0) close(control_);
+  control_ = -1;
+  (void)pid;
+}
+
+RuntimeReport ZygoteClient::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return report_;
+}
+
+pid_t ZygoteClient::zygote_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pid_;
+}
+
+}  // namespace mcpexec
