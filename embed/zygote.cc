@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -35,11 +37,22 @@ namespace {
 // its low fds (dup2 onto 3, say) does not disturb it.
 constexpr int kRunnerStatusFd = 1000;
 
+// A runner forked in advance, waiting on its socket for a run: the fork of
+// the warmed image (milliseconds) happens between requests, not in one.
+struct Spare {
+  pid_t pid;
+  int sock;
+};
+
 struct Zygote {
   int control = -1;
+  int sigfd = -1;
   pid_t self = 0;
   sigset_t original_mask;
   std::map<pid_t, uint64_t> runners;  // live runner pid -> run id
+  std::deque<Spare> spares;
+  size_t want_spares = 1;
+  bool spare_fork_failed = false;  // retry on the next event, not in a loop
 };
 
 void Die(const char* what) {
@@ -132,7 +145,11 @@ bool SetUpRunnerFds(const std::vector<int>& fds) {
   return true;
 }
 
-[[noreturn]] void RunnerMain(Zygote& z, const wire::RunParams& params, const std::vector<int>& fds) {
+// Runs first in every runner, right after the fork, before it knows its run.
+void RunnerPrepare(const Zygote& z) {
+  // The zygote's own descriptors are not the runner's business.
+  close(z.control);
+  close(z.sigfd);
   sigprocmask(SIG_SETMASK, &z.original_mask, nullptr);
   signal(SIGCHLD, SIG_DFL);
   // Own session: a terminal or the supervisor's process group never reaches
@@ -143,7 +160,9 @@ bool SetUpRunnerFds(const std::vector<int>& fds) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != z.self) _exit(127);
+}
 
+[[noreturn]] void RunnerExecute(const wire::RunParams& params, const std::vector<int>& fds) {
   std::string code = ReadAll(fds[wire::kCode]);
   if (!SetUpRunnerFds(fds)) _exit(126);
   if (chdir(params.workdir) != 0) {
@@ -173,36 +192,112 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) close(fd);
 }
 
+bool ParseRun(const std::string& payload, const std::vector<int>& fds, wire::RunParams* params) {
+  if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) return false;
+  memcpy(params, payload.data(), sizeof *params);
+  params->workdir[sizeof params->workdir - 1] = '\0';
+  return true;
+}
+
+// fork() of a runner through CPython's hooks. Returns 0 in the child.
+pid_t ForkRunner(Zygote& z, std::string* error) {
+  // A native thread pool started by an import would be copied as a lock held
+  // by nobody: refuse to fork rather than hand out a broken runner.
+  int tasks = CountTasks();
+  if (tasks != 1) {
+    *error = "zygote has " + std::to_string(tasks) + " threads; refusing to fork";
+    errno = EAGAIN;
+    return -1;
+  }
+  PyOS_BeforeFork();
+  pid_t pid = fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    RunnerPrepare(z);
+    return 0;
+  }
+  int err = errno;
+  PyOS_AfterFork_Parent();
+  if (pid < 0) *error = std::string("fork: ") + strerror(err);
+  errno = err;
+  return pid;
+}
+
+void ForkSpare(Zygote& z) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    z.spare_fork_failed = true;
+    return;
+  }
+  std::string error;
+  pid_t pid = ForkRunner(z, &error);
+  if (pid == 0) {
+    close(sv[0]);
+    wire::Header h;
+    std::string payload;
+    std::vector<int> fds;
+    wire::RunParams params;
+    if (wire::Receive(sv[1], &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
+        !ParseRun(payload, fds, &params)) {
+      _exit(0);  // retired unused
+    }
+    close(sv[1]);
+    RunnerExecute(params, fds);
+  }
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    z.spare_fork_failed = true;
+    return;
+  }
+  z.spares.push_back({pid, sv[0]});
+}
+
+void ReplenishSpares(Zygote& z) {
+  while (!z.spare_fork_failed && z.spares.size() < z.want_spares) ForkSpare(z);
+}
+
+// Hands the run to a spare; false if none could take it.
+bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
+                 const std::vector<int>& fds, pid_t* pid) {
+  while (!z.spares.empty()) {
+    Spare sp = z.spares.front();
+    z.spares.pop_front();
+    bool ok = wire::Send(sp.sock, h, payload.data(), payload.size(), fds.data(),
+                         static_cast<int>(fds.size()));
+    close(sp.sock);
+    if (ok) {
+      *pid = sp.pid;
+      return true;
+    }
+    kill(sp.pid, SIGKILL);  // a spare that cannot take work is retired
+  }
+  return false;
+}
+
 void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
               const std::vector<int>& fds) {
   auto fail = [&](int err, const std::string& what) {
     wire::Header r{wire::Type::kStartFailed, 0, h.run_id, err};
     wire::Send(z.control, r, what.data(), what.size(), nullptr, 0);
   };
-  if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) {
+  wire::RunParams params;
+  if (!ParseRun(payload, fds, &params)) {
     CloseAll(fds);
     return fail(EPROTO, "malformed run request");
   }
-  wire::RunParams params;
-  memcpy(&params, payload.data(), sizeof params);
-  params.workdir[sizeof params.workdir - 1] = '\0';
-  // A native thread pool started by an import would be copied as a lock held
-  // by nobody: refuse to fork rather than hand out a broken runner.
-  int tasks = CountTasks();
-  if (tasks != 1) {
-    CloseAll(fds);
-    return fail(EAGAIN, "zygote has " + std::to_string(tasks) + " threads; refusing to fork");
+  pid_t pid = 0;
+  if (!HandToSpare(z, h, payload, fds, &pid)) {
+    std::string error;
+    pid = ForkRunner(z, &error);
+    if (pid == 0) RunnerExecute(params, fds);
+    if (pid < 0) {
+      int err = errno;
+      CloseAll(fds);
+      return fail(err, error);
+    }
   }
-  PyOS_BeforeFork();
-  pid_t pid = fork();
-  if (pid == 0) {
-    PyOS_AfterFork_Child();
-    RunnerMain(z, params, fds);
-  }
-  int err = errno;
-  PyOS_AfterFork_Parent();
   CloseAll(fds);
-  if (pid < 0) return fail(err, std::string("fork: ") + strerror(err));
   z.runners[pid] = h.run_id;
   wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
   wire::Send(z.control, r, nullptr, 0, nullptr, 0);
@@ -220,7 +315,18 @@ void KillRun(Zygote& z, uint64_t run_id) {
 std::set<pid_t> LiveRunners(const Zygote& z) {
   std::set<pid_t> keep;
   for (auto& [pid, id] : z.runners) keep.insert(pid);
+  for (const Spare& sp : z.spares) keep.insert(sp.pid);
   return keep;
+}
+
+void ForgetSpare(Zygote& z, pid_t pid) {
+  for (auto it = z.spares.begin(); it != z.spares.end(); ++it) {
+    if (it->pid == pid) {
+      close(it->sock);
+      z.spares.erase(it);
+      return;
+    }
+  }
 }
 
 void ReapChildren(Zygote& z) {
@@ -230,7 +336,10 @@ void ReapChildren(Zygote& z) {
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
     auto it = z.runners.find(pid);
-    if (it == z.runners.end()) continue;  // an orphan of a finished run
+    if (it == z.runners.end()) {
+      ForgetSpare(z, pid);  // a spare that died idle, or an orphan of a finished run
+      continue;
+    }
     wire::Header r{wire::Type::kExited, 0, it->second, status};
     z.runners.erase(it);
     wire::Send(z.control, r, nullptr, 0, nullptr, 0);
@@ -242,11 +351,13 @@ void ReapChildren(Zygote& z) {
 
 [[noreturn]] void Serve(Zygote& z, int sigfd) {
   for (;;) {
+    ReplenishSpares(z);
     pollfd pfds[2] = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
     if (poll(pfds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       Die("poll");
     }
+    z.spare_fork_failed = false;
     if (pfds[1].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sigfd, &si, sizeof si) == sizeof si) {
@@ -261,6 +372,7 @@ void ReapChildren(Zygote& z) {
       if (r <= 0) {
         // The supervisor is gone or closed us: nothing may outlive it.
         for (auto& [pid, id] : z.runners) KillTree(pid, true);
+        for (const Spare& sp : z.spares) kill(sp.pid, SIGKILL);
         KillChildrenExcept(z.self, {});
         _exit(0);
       }
@@ -279,6 +391,7 @@ int ZygoteMain(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     if (strncmp(argv[i], "--control-fd=", 13) == 0) z.control = atoi(argv[i] + 13);
     if (strncmp(argv[i], "--supervisor=", 13) == 0) supervisor = atoi(argv[i] + 13);
+    if (strncmp(argv[i], "--spares=", 9) == 0) z.want_spares = static_cast<size_t>(atoi(argv[i] + 9));
   }
   if (z.control < 0 || supervisor <= 0) {
     fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand\n");
@@ -298,6 +411,7 @@ int ZygoteMain(int argc, char** argv) {
   sigdelset(&z.original_mask, SIGCHLD);
   int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd < 0) Die("signalfd");
+  z.sigfd = sigfd;
 
   InitPython();
   std::string report;

@@ -118,7 +118,6 @@ void Executor::CleanerLoop() {
       if (c.slot->wake_fd >= 0) close(c.slot->wake_fd);
       c.slot->wake_fd = -1;
     }
-    scheduler_.Release();
     lock.lock();
   }
 }
@@ -139,7 +138,7 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   if (!scheduler_.Acquire([&] { return cancel.cancelled(); })) {
     return std::string("the run was cancelled before it started");
   }
-  // From here on the slot is ours until the cleaner gives it back.
+  // From here on the slot is ours until the answer is ready.
   ExecResult result;
   result.queue_ms = Millis(Clock::now() - queued_at);
   uint64_t run_id = next_run_id_++;
@@ -314,6 +313,9 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
     cleanups_.push_back({run_id, slot, workdir});
   }
   cv_.notify_all();
+  // The slot goes back with the answer: a client that calls again as soon as
+  // it has its result must find room. Teardown goes on in the background.
+  scheduler_.Release();
 
   log::Info("run", {{"run_id", run_id},
                     {"exit_code", result.exit_code},

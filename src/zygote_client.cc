@@ -72,7 +72,9 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
   std::string sup_arg = "--supervisor=" + std::to_string(getpid());
   char arg0[] = "mcp-exec-zygote";
   char arg1[] = "__zygote";
-  char* argv[] = {arg0, arg1, control_arg.data(), sup_arg.data(), nullptr};
+  // Runners forked in advance: up to one per concurrent run, at most 4.
+  std::string spares_arg = "--spares=" + std::to_string(std::min<int64_t>(config_.max_concurrent, 4));
+  char* argv[] = {arg0, arg1, control_arg.data(), sup_arg.data(), spares_arg.data(), nullptr};
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

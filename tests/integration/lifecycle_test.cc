@@ -1,0 +1,189 @@
+// Start-up, shutdown, zygote restarts, logs and leaks of the real binary.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+struct CommandResult {
+  int status;
+  std::string out, err;
+};
+
+CommandResult RunBinary(const std::string& env_and_args) {
+  std::string cmd = "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>/tmp/mcp-exec-lifecycle-err";
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  FILE* e = fopen("/tmp/mcp-exec-lifecycle-err", "r");
+  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+  if (e) fclose(e);
+  return r;
+}
+
+TEST(LifecycleTest, MalformedConfigIsOneLineAndExitOne) {
+  for (const char* bad : {"MCP_EXEC_MAX_TIMEOUT_S=abc", "MCP_EXEC_DEFAULT_TIMEOUT_S=1.5",
+                          "MCP_EXEC_MAX_OUTPUT_BYTES=", "MCP_EXEC_TRANSPORT=carrier-pigeon",
+                          "MCP_EXEC_MAX_STDIN_BYTES=-1"}) {
+    std::string var = std::string(bad).substr(0, std::string(bad).find('='));
+    CommandResult r = RunBinary(std::string(bad) + " " + MCP_EXEC_BIN);
+    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_NE(r.err.find(var), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " --max-queue=lots");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--max-queue"), std::string::npos);
+}
+
+TEST(LifecycleTest, HelpAndVersion) {
+  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("MCP_EXEC_MAX_OUTPUT_BYTES"), std::string::npos);
+  r = RunBinary(std::string(MCP_EXEC_BIN) + " --version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("mcp-exec ", 0), 0u);
+}
+
+TEST(LifecycleTest, EofEndsInFlightRunsAndExitsZero) {
+  ServerProcess s;
+  s.Initialize();
+  std::string m = "4300." + Marker("");
+  s.Send({{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "tools/call"},
+          {"params", {{"name", "exec"},
+                      {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+  pid_t zygote = s.ZygotePid();
+  s.CloseStdin();
+  EXPECT_EQ(s.Wait(15000), 0);
+  EXPECT_TRUE(PidsWithCmdlineContaining(m).empty());
+  EXPECT_FALSE(ProcessExists(zygote));
+}
+
+TEST(LifecycleTest, TermAndIntSignalsExitZero) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    ServerProcess s;
+    s.Initialize();
+    std::string m = "4400." + Marker("");
+    s.Send({{"jsonrpc", "2.0"},
+            {"id", 1},
+            {"method", "tools/call"},
+            {"params", {{"name", "exec"},
+                        {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
+    ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+    kill(s.pid(), sig);
+    EXPECT_EQ(s.Wait(15000), 0) << "signal " << sig;
+    EXPECT_TRUE(PidsWithCmdlineContaining(m).empty());
+  }
+}
+
+TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
+  ServerProcess s;
+  s.Initialize();
+  pid_t zygote = s.ZygotePid();
+  ASSERT_GT(zygote, 0);
+  std::string m = "4500." + Marker("");
+  s.Send({{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "tools/call"},
+          {"params", {{"name", "exec"},
+                      {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+  kill(zygote, SIGKILL);
+  json r = s.WaitForId(1, 30000);
+  EXPECT_EQ(r["result"]["isError"], true) << r.dump();
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("sandbox"), std::string::npos);
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(m).empty(); }, 5000))
+      << "the lost run's processes are gone too";
+  EXPECT_EQ(s.Exec("print('after restart')")["stdout"], "after restart\n");
+  EXPECT_NE(s.ZygotePid(), zygote);
+  EXPECT_NE(s.Stderr().find("zygote_restarted"), std::string::npos);
+}
+
+TEST(LifecycleTest, LogsHoldMetadataOnlyNeverCodeStdinOrOutput) {
+  ServerProcess s;
+  s.Initialize();
+  json r = s.Exec("# CODE_SECRET_1c2d\nimport sys\nprint('OUT_' + 'SECRET_3e4f')\n"
+                  "print('ERR_' + 'SECRET_5a6b', file=sys.stderr)\nsys.stdin.read()",
+                  {{"stdin", "STDIN_SECRET_7c8d"}});
+  EXPECT_EQ(r["stdout"], "OUT_SECRET_3e4f\n");
+  s.CloseStdin();
+  s.Wait(15000);
+  std::string log = s.Stderr();
+  EXPECT_NE(log.find("\"event\":\"run\""), std::string::npos);
+  EXPECT_NE(log.find("\"exit_code\":0"), std::string::npos);
+  for (const char* secret : {"CODE_SECRET", "OUT_SECRET", "ERR_SECRET", "STDIN_SECRET"}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << secret;
+  }
+  // Every line is a JSON object.
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t nl = log.find('\n', start);
+    std::string line = log.substr(start, nl - start);
+    EXPECT_NO_THROW(json::parse(line)) << line;
+    start = nl == std::string::npos ? log.size() : nl + 1;
+  }
+}
+
+// 1,000 sequential runs: no fd growth in the supervisor, no zombies, and the
+// zygote's RSS flat. Prints the numbers it measured.
+TEST(SoakTest, ThousandSequentialRunsLeakNothing) {
+  ServerProcess s;
+  s.Initialize();
+  for (int i = 0; i < 20; ++i) s.Exec("print(1)");  // settle lazily allocated state
+  pid_t zygote = s.ZygotePid();
+  usleep(200000);
+  int fds_before = CountOpenFds(s.pid());
+  long rss_before = RssKiB(zygote);
+  // The zygote's live children between runs are its spare runners.
+  int children_before = static_cast<int>(ChildrenOf(zygote, false).size());
+  for (int i = 0; i < 1000; ++i) {
+    json r = s.Exec(i % 10 == 0 ? "import pandas as pd\nprint(pd.DataFrame({'a': [1]}).a.sum())"
+                                : "print(1)");
+    ASSERT_EQ(r["exit_code"], 0) << r.dump();
+  }
+  usleep(500000);  // let the last teardown finish
+  int fds_after = CountOpenFds(s.pid());
+  long rss_after = RssKiB(zygote);
+  auto zombies = [&](pid_t parent) {
+    int n = 0;
+    for (pid_t c : ChildrenOf(parent, true)) {
+      if (!ProcessExists(c)) continue;
+      if (std::find(ChildrenOf(parent, false).begin(), ChildrenOf(parent, false).end(), c) ==
+          ChildrenOf(parent, false).end()) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  int zombies_server = zombies(s.pid()), zombies_zygote = zombies(zygote);
+  int children_after = static_cast<int>(ChildrenOf(zygote, false).size());
+  printf("soak: supervisor fds %d -> %d; zygote RSS %ld -> %ld KiB; zombies %d/%d; "
+         "zygote children (spares) %d -> %d\n",
+         fds_before, fds_after, rss_before, rss_after, zombies_server, zombies_zygote,
+         children_before, children_after);
+  EXPECT_EQ(fds_after, fds_before);
+  EXPECT_EQ(zombies_server, 0);
+  EXPECT_EQ(zombies_zygote, 0);
+  EXPECT_EQ(children_after, children_before) << "only the spare runners are left";
+  EXPECT_EQ(s.ZygotePid(), zygote) << "the zygote never restarted";
+  EXPECT_LT(rss_after, rss_before + rss_before / 20) << "zygote RSS grew by more than 5%";
+}
+
+}  // namespace
+}  // namespace mcpexec::testing

@@ -1,0 +1,285 @@
+#include "server_process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace mcpexec::testing {
+
+using Clock = std::chrono::steady_clock;
+
+ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
+                             const std::vector<std::string>& args) {
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+    throw std::runtime_error("pipe");
+  }
+  std::vector<std::string> envs = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  for (const char* pass : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
+    if (const char* v = getenv(pass)) envs.push_back(std::string(pass) + "=" + v);
+  }
+  for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<std::string> argv_s = {MCP_EXEC_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    std::vector<char*> argv, envp;
+    for (auto& s : argv_s) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : envs) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    execve(MCP_EXEC_BIN, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  in_ = in[1];
+  out_ = out[0];
+  err_ = err[0];
+  err_reader_ = std::thread([this] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err_, buf, sizeof buf)) > 0) {
+      std::lock_guard<std::mutex> lock(err_mu_);
+      err_text_.append(buf, n);
+    }
+  });
+}
+
+ServerProcess::~ServerProcess() {
+  CloseStdin();
+  if (Wait(30000) < 0) {
+    kill(pid_, SIGKILL);
+    Wait(10000);
+  }
+  if (err_reader_.joinable()) err_reader_.join();
+  if (out_ >= 0) close(out_);
+  if (err_ >= 0) close(err_);
+}
+
+void ServerProcess::SendRaw(const std::string& line) {
+  std::string s = line + "\n";
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = write(in_, s.data() + off, s.size() - off);
+    if (n <= 0) throw std::runtime_error("write to server stdin failed");
+    off += n;
+  }
+}
+
+std::optional<json> ServerProcess::Receive(int timeout_ms) {
+  if (!pending_.empty()) {
+    json m = pending_.front();
+    pending_.erase(pending_.begin());
+    return m;
+  }
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto nl = out_buf_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = out_buf_.substr(0, nl);
+      out_buf_.erase(0, nl + 1);
+      return json::parse(line);  // stdout must carry protocol messages only
+    }
+    int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0) return std::nullopt;
+    pollfd p{out_, POLLIN, 0};
+    if (poll(&p, 1, left) <= 0) continue;
+    char buf[65536];
+    ssize_t n = read(out_, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;
+    out_buf_.append(buf, n);
+  }
+}
+
+json ServerProcess::WaitForId(const json& id, int timeout_ms) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].value("id", json()) == id) {
+      json m = pending_[i];
+      pending_.erase(pending_.begin() + i);
+      return m;
+    }
+  }
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<json> others;
+  json found;
+  while (Clock::now() < deadline) {
+    int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    auto m = Receive(left);
+    if (!m) break;
+    if (m->value("id", json()) == id) {
+      found = *m;
+      break;
+    }
+    others.push_back(*m);
+  }
+  pending_.insert(pending_.end(), others.begin(), others.end());
+  if (found.is_null()) throw std::runtime_error("no response with id " + id.dump());
+  return found;
+}
+
+json ServerProcess::Request(const std::string& method, const json& params, int timeout_ms) {
+  json id = NextId();
+  Send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+  return WaitForId(id, timeout_ms);
+}
+
+json ServerProcess::Initialize(const std::string& version) {
+  json r = Request("initialize", {{"protocolVersion", version},
+                                  {"capabilities", json::object()},
+                                  {"clientInfo", {{"name", "integration-test"}, {"version", "1"}}}});
+  Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  return r;
+}
+
+json ServerProcess::Call(const json& arguments, int timeout_ms) {
+  json r = Request("tools/call", {{"name", "exec"}, {"arguments", arguments}}, timeout_ms);
+  if (!r.contains("result")) throw std::runtime_error("JSON-RPC error: " + r.dump());
+  return r["result"];
+}
+
+json ServerProcess::Exec(const std::string& code, const json& extra) {
+  json args = extra;
+  args["code"] = code;
+  json r = Call(args);
+  if (r.value("isError", false)) throw std::runtime_error("tool error: " + r.dump());
+  return r["structuredContent"];
+}
+
+void ServerProcess::CloseStdin() {
+  if (in_ >= 0) close(in_);
+  in_ = -1;
+}
+
+int ServerProcess::Wait(int timeout_ms) {
+  if (exited_) return exit_status_;
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    int status;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exited_ = true;
+      exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_status_;
+    }
+    usleep(5000);
+  }
+  return -1;
+}
+
+std::string ServerProcess::Stderr() {
+  std::lock_guard<std::mutex> lock(err_mu_);
+  return err_text_;
+}
+
+pid_t ServerProcess::ZygotePid() const {
+  for (pid_t c : ChildrenOf(pid_, false)) {
+    std::ifstream f("/proc/" + std::to_string(c) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.find("__zygote") != std::string::npos) return c;
+  }
+  return -1;
+}
+
+namespace {
+bool ReadStat(pid_t pid, pid_t* ppid, char* state) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto rp = s.rfind(')');
+  if (rp == std::string::npos) return false;
+  std::istringstream rest(s.substr(rp + 2));
+  rest >> *state >> *ppid;
+  return true;
+}
+
+template <typename F>
+void ForEachPid(F f) {
+  DIR* d = opendir("/proc");
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') f(static_cast<pid_t>(atoi(e->d_name)));
+  }
+  closedir(d);
+}
+}  // namespace
+
+std::vector<pid_t> ChildrenOf(pid_t parent, bool include_zombies) {
+  std::vector<pid_t> out;
+  ForEachPid([&](pid_t pid) {
+    pid_t ppid;
+    char state;
+    if (ReadStat(pid, &ppid, &state) && ppid == parent && (include_zombies || state != 'Z')) {
+      out.push_back(pid);
+    }
+  });
+  return out;
+}
+
+std::vector<pid_t> PidsWithCmdlineContaining(const std::string& needle) {
+  std::vector<pid_t> out;
+  ForEachPid([&](pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    pid_t ppid;
+    char state;
+    if (cmd.find(needle) != std::string::npos && ReadStat(pid, &ppid, &state) && state != 'Z' &&
+        pid != getpid()) {
+      out.push_back(pid);
+    }
+  });
+  return out;
+}
+
+int CountOpenFds(pid_t pid) {
+  int n = 0;
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!d) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+long RssKiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0; }
+
+bool WaitUntil(const std::function<bool()>& cond, int timeout_ms) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    usleep(10000);
+  }
+  return cond();
+}
+
+std::string Marker(const std::string& prefix) {
+  static std::mt19937_64 rng(std::random_device{}());
+  return prefix + std::to_string(rng() % 1000000000ull);
+}
+
+}  // namespace mcpexec::testing

@@ -1,0 +1,74 @@
+// Test harness: starts the built mcp-exec binary and talks MCP to it over
+// stdio, like a client. Also process helpers read from /proc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mcpexec::testing {
+
+using json = nlohmann::json;
+using Env = std::map<std::string, std::string>;
+
+class ServerProcess {
+ public:
+  // env: added to a minimal environment (PATH). args: server flags.
+  explicit ServerProcess(const std::map<std::string, std::string>& env = {},
+                         const std::vector<std::string>& args = {});
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void SendRaw(const std::string& line);  // a newline is added
+  void Send(const json& msg) { SendRaw(msg.dump()); }
+  // The next message from the server (any id), or nullopt after timeout.
+  std::optional<json> Receive(int timeout_ms);
+  // Waits for the response with this id; other messages are kept for later.
+  json WaitForId(const json& id, int timeout_ms = 120000);
+  json Request(const std::string& method, const json& params, int timeout_ms = 120000);
+  json Initialize(const std::string& version = "2025-06-18");
+  // tools/call exec; returns the whole CallToolResult.
+  json Call(const json& arguments, int timeout_ms = 120000);
+  // tools/call exec that must succeed as a tool call; returns structuredContent.
+  json Exec(const std::string& code, const json& extra = json::object());
+  int64_t NextId() { return next_id_++; }
+
+  void CloseStdin();
+  // Exit status (WEXITSTATUS, or 128+signal), or -1 if it did not exit in time.
+  int Wait(int timeout_ms);
+  std::string Stderr();
+  // The zygote: the server's child started as `__zygote`.
+  pid_t ZygotePid() const;
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string out_buf_;
+  std::vector<json> pending_;
+  int64_t next_id_ = 100;
+  bool exited_ = false;
+  int exit_status_ = -1;
+  std::mutex err_mu_;
+  std::string err_text_;
+  std::thread err_reader_;
+};
+
+// Process helpers (from /proc).
+std::vector<pid_t> ChildrenOf(pid_t parent, bool include_zombies);
+std::vector<pid_t> PidsWithCmdlineContaining(const std::string& needle);
+int CountOpenFds(pid_t pid);
+long RssKiB(pid_t pid);
+bool ProcessExists(pid_t pid);
+bool WaitUntil(const std::function<bool()>& cond, int timeout_ms);
+std::string Marker(const std::string& prefix);
+
+}  // namespace mcpexec::testing

@@ -1,0 +1,141 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+namespace mcpexec {
+namespace {
+
+ParseResult Parse(std::map<std::string, std::string> env, std::vector<std::string> args = {}) {
+  return ParseConfig(env, args);
+}
+
+TEST(ConfigTest, DefaultsMatchTheContract) {
+  ParseResult r = Parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  const Config& c = *r.config;
+  EXPECT_EQ(c.transport, Transport::kStdio);
+  EXPECT_EQ(c.addr, ":8080");
+  EXPECT_EQ(c.default_timeout_s, 30);
+  EXPECT_EQ(c.max_timeout_s, 300);
+  EXPECT_EQ(c.max_output_bytes, 1048576);
+  EXPECT_EQ(c.max_stdin_bytes, 1048576);
+  EXPECT_EQ(c.python, "python3");
+  EXPECT_EQ(c.auth_token, "");
+  EXPECT_GE(c.max_concurrent, 1);  // number of CPUs
+  EXPECT_EQ(c.max_queue, 64);
+  EXPECT_EQ(c.max_code_bytes, 1048576);
+}
+
+TEST(ConfigTest, ReadsEveryVariable) {
+  ParseResult r = Parse({{"MCP_EXEC_TRANSPORT", "sse"},
+                         {"MCP_EXEC_ADDR", "127.0.0.1:9000"},
+                         {"MCP_EXEC_DEFAULT_TIMEOUT_S", "5"},
+                         {"MCP_EXEC_MAX_TIMEOUT_S", "60"},
+                         {"MCP_EXEC_MAX_OUTPUT_BYTES", "100"},
+                         {"MCP_EXEC_MAX_STDIN_BYTES", "0"},
+                         {"MCP_EXEC_PYTHON", "/usr/bin/python3"},
+                         {"MCP_EXEC_AUTH_TOKEN", "s3cret"},
+                         {"MCP_EXEC_MAX_CONCURRENT", "3"},
+                         {"MCP_EXEC_MAX_QUEUE", "7"},
+                         {"MCP_EXEC_MAX_CODE_BYTES", "4096"}});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->transport, Transport::kSse);
+  EXPECT_EQ(r.config->addr, "127.0.0.1:9000");
+  EXPECT_EQ(r.config->default_timeout_s, 5);
+  EXPECT_EQ(r.config->max_timeout_s, 60);
+  EXPECT_EQ(r.config->max_output_bytes, 100);
+  EXPECT_EQ(r.config->max_stdin_bytes, 0);
+  EXPECT_EQ(r.config->python, "/usr/bin/python3");
+  EXPECT_EQ(r.config->auth_token, "s3cret");
+  EXPECT_EQ(r.config->max_concurrent, 3);
+  EXPECT_EQ(r.config->max_queue, 7);
+  EXPECT_EQ(r.config->max_code_bytes, 4096);
+}
+
+struct BadValue {
+  const char* var;
+  const char* value;
+};
+
+class ConfigBadValueTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ConfigBadValueTest, IsAnErrorNamingTheVariable) {
+  ParseResult r = Parse({{GetParam().var, GetParam().value}});
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(r.error.find(GetParam().var), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find('\n'), std::string::npos) << "one line";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, ConfigBadValueTest,
+    ::testing::Values(BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "abc"},
+                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", ""},
+                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "1.5"},
+                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-1"},
+                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "0"},
+                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", " 5"},
+                      BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999"},
+                      BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "0"},
+                      BadValue{"MCP_EXEC_MAX_OUTPUT_BYTES", "1e6"},
+                      BadValue{"MCP_EXEC_MAX_STDIN_BYTES", "lots"},
+                      BadValue{"MCP_EXEC_TRANSPORT", "websocket"},
+                      BadValue{"MCP_EXEC_TRANSPORT", ""},
+                      BadValue{"MCP_EXEC_ADDR", "8080"},
+                      BadValue{"MCP_EXEC_ADDR", ":99999"},
+                      BadValue{"MCP_EXEC_PYTHON", ""},
+                      BadValue{"MCP_EXEC_MAX_CONCURRENT", "0"},
+                      BadValue{"MCP_EXEC_MAX_QUEUE", "x"},
+                      BadValue{"MCP_EXEC_MAX_CODE_BYTES", "0"},
+                      BadValue{"MCP_EXEC_WORKDIR_ROOT", "relative"},
+                      BadValue{"MCP_EXEC_LOG_LEVEL", "loud"}));
+
+TEST(ConfigTest, FlagWinsOverVariable) {
+  ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT_S", "60"}}, {"--max-timeout-s=90"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->max_timeout_s, 90);
+  r = Parse({}, {"--max-timeout-s", "91"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->max_timeout_s, 91);
+}
+
+TEST(ConfigTest, BadFlagIsAnErrorNamingTheFlag) {
+  ParseResult r = Parse({}, {"--max-timeout-s=soon"});
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(r.error.find("--max-timeout-s"), std::string::npos) << r.error;
+  r = Parse({}, {"--no-such-flag"});
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(r.error.find("--no-such-flag"), std::string::npos) << r.error;
+  r = Parse({}, {"--max-queue"});
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(r.error.find("needs a value"), std::string::npos) << r.error;
+}
+
+TEST(ConfigTest, HelpListsEveryVariableWithItsFlagAndDefault) {
+  ParseResult r = Parse({}, {"--help"});
+  ASSERT_FALSE(r.print_and_exit.empty());
+  for (const char* s :
+       {"MCP_EXEC_TRANSPORT", "--transport", "MCP_EXEC_ADDR", "--addr", "MCP_EXEC_DEFAULT_TIMEOUT_S",
+        "MCP_EXEC_MAX_TIMEOUT_S", "MCP_EXEC_MAX_OUTPUT_BYTES", "MCP_EXEC_MAX_STDIN_BYTES",
+        "MCP_EXEC_PYTHON", "MCP_EXEC_AUTH_TOKEN", "MCP_EXEC_MAX_CONCURRENT", "MCP_EXEC_MAX_QUEUE",
+        "MCP_EXEC_MAX_CODE_BYTES", "MCP_EXEC_MAX_REQUEST_BYTES", "MCP_EXEC_WORKDIR_ROOT",
+        "MCP_EXEC_LOG_LEVEL", "default: 30, unit: s", "default: 1048576, unit: bytes"}) {
+    EXPECT_NE(r.print_and_exit.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(ConfigTest, VersionFlag) {
+  ParseResult r = Parse({}, {"--version"});
+  EXPECT_EQ(r.print_and_exit.rfind("mcp-exec ", 0), 0u);
+}
+
+TEST(ConfigTest, RequestCapIsDerivedFromCodeAndStdinCaps) {
+  Config c;
+  c.max_code_bytes = 100;
+  c.max_stdin_bytes = 50;
+  EXPECT_EQ(EffectiveMaxRequestBytes(c), 6 * 150 + 64 * 1024);
+  c.max_request_bytes = 2048;
+  EXPECT_EQ(EffectiveMaxRequestBytes(c), 2048);
+}
+
+}  // namespace
+}  // namespace mcpexec
