@@ -23,7 +23,11 @@
 #include <vector>
 
 #include "proc_tree.h"
+#include "sandbox/fds.h"
+#include "sandbox/lockdown.h"
+#include "sandbox/namespaces.h"
 #include "wire.h"
+#include <nlohmann/json.hpp>
 
 namespace py = pybind11;
 
@@ -32,10 +36,6 @@ namespace mcpexec {
 extern const char kRuntimeSource[];
 
 namespace {
-
-// The runner keeps its status pipe on a high, fixed fd so that code juggling
-// its low fds (dup2 onto 3, say) does not disturb it.
-constexpr int kRunnerStatusFd = 1000;
 
 // A runner forked in advance, waiting on its socket for a run: the fork of
 // the warmed image (milliseconds) happens between requests, not in one.
@@ -53,7 +53,9 @@ struct Zygote {
   std::deque<Spare> spares;
   size_t want_spares = 1;
   bool spare_fork_failed = false;  // retry on the next event, not in a loop
+  sandbox::Sandbox sandbox;
 };
+
 
 void Die(const char* what) {
   // Before Python is up, stderr is the supervisor's stderr.
@@ -127,24 +129,6 @@ std::string ReadAll(int fd) {
   return out;
 }
 
-// Moves fds onto 0/1/2 and the status fd, and closes every other descriptor
-// (the control socket included).
-bool SetUpRunnerFds(const std::vector<int>& fds) {
-  int moved[wire::kRunFdCount];
-  for (int i = 0; i < wire::kRunFdCount; ++i) {
-    moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 1100);
-    if (moved[i] < 0) return false;
-  }
-  if (dup2(moved[wire::kStdin], 0) < 0 || dup2(moved[wire::kStdout], 1) < 0 ||
-      dup2(moved[wire::kStderr], 2) < 0 ||
-      dup3(moved[wire::kStatus], kRunnerStatusFd, O_CLOEXEC) < 0) {
-    return false;
-  }
-  syscall(SYS_close_range, 3, kRunnerStatusFd - 1, 0);
-  syscall(SYS_close_range, kRunnerStatusFd + 1, ~0U, 0);
-  return true;
-}
-
 // Runs first in every runner, right after the fork, before it knows its run.
 void RunnerPrepare(const Zygote& z) {
   // The zygote's own descriptors are not the runner's business.
@@ -162,30 +146,40 @@ void RunnerPrepare(const Zygote& z) {
   if (getppid() != z.self) _exit(127);
 }
 
-[[noreturn]] void RunnerExecute(const wire::RunParams& params, const std::vector<int>& fds) {
-  std::string code = ReadAll(fds[wire::kCode]);
-  if (!SetUpRunnerFds(fds)) _exit(126);
-  if (chdir(params.workdir) != 0) {
-    dprintf(2, "mcp-exec: chdir(%s): %s\n", params.workdir, strerror(errno));
-    _exit(126);
-  }
+[[noreturn]] void Report(int32_t status, int32_t reason) {
+  fflush(nullptr);
+  int32_t report[2] = {status, reason};
+  (void)!write(sandbox::fds::kStatusFd, report, sizeof report);
+  close(1);
+  close(2);
+  close(sandbox::fds::kStatusFd);
+  _exit(status);
+}
 
+[[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
+                                const std::vector<int>& fds) {
+  std::string code = ReadAll(fds[wire::kCode]);
+  if (!sandbox::fds::ApplyInRunner(fds)) _exit(126);
+  std::string error;
+  if (!sandbox::Lockdown(z.sandbox, params.workdir, params.timeout_s, &error)) {
+    // Never run code half locked down. The supervisor turns this into a
+    // tool error with the message.
+    dprintf(2, "mcp-exec: sandbox lockdown failed: %s\n", error.c_str());
+    Report(125, wire::kReasonLockdown);
+  }
   int status = 1;
+  int32_t reason = wire::kReasonNone;
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
-    status = rt.attr("run")(py::str(code), py::str(params.workdir)).cast<int>();
+    py::tuple result = rt.attr("run")(py::str(code), py::str(params.workdir));
+    status = result[0].cast<int>();
+    if (result[1].cast<std::string>() == "memory") reason = wire::kReasonMemory;
   } catch (py::error_already_set& e) {
     e.restore();
     PyErr_Print();
     status = 1;
   }
-  fflush(nullptr);
-  int32_t report = status;
-  (void)!write(kRunnerStatusFd, &report, sizeof report);
-  close(1);
-  close(2);
-  close(kRunnerStatusFd);
-  _exit(status);
+  Report(status, reason);
 }
 
 void CloseAll(const std::vector<int>& fds) {
@@ -242,7 +236,7 @@ void ForkSpare(Zygote& z) {
       _exit(0);  // retired unused
     }
     close(sv[1]);
-    RunnerExecute(params, fds);
+    RunnerExecute(z, params, fds);
   }
   close(sv[1]);
   if (pid < 0) {
@@ -290,7 +284,7 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   if (!HandToSpare(z, h, payload, fds, &pid)) {
     std::string error;
     pid = ForkRunner(z, &error);
-    if (pid == 0) RunnerExecute(params, fds);
+    if (pid == 0) RunnerExecute(z, params, fds);
     if (pid < 0) {
       int err = errno;
       CloseAll(fds);
@@ -388,21 +382,51 @@ void ReapChildren(Zygote& z) {
 int ZygoteMain(int argc, char** argv) {
   Zygote z;
   pid_t supervisor = 0;
+  uid_t outer_uid = 0;
+  gid_t outer_gid = 0;
+  sandbox::RunLimits& limits = z.sandbox.limits;
   for (int i = 2; i < argc; ++i) {
-    if (strncmp(argv[i], "--control-fd=", 13) == 0) z.control = atoi(argv[i] + 13);
-    if (strncmp(argv[i], "--supervisor=", 13) == 0) supervisor = atoi(argv[i] + 13);
-    if (strncmp(argv[i], "--spares=", 9) == 0) z.want_spares = static_cast<size_t>(atoi(argv[i] + 9));
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      size_t n = strlen(flag);
+      return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (auto v = value("--control-fd=")) z.control = atoi(v);
+    if (auto v = value("--supervisor=")) supervisor = atoi(v);
+    if (auto v = value("--spares=")) z.want_spares = static_cast<size_t>(atoi(v));
+    if (auto v = value("--ns=")) z.sandbox.ns_flags = sandbox::namespaces::ParseFlagNames(v);
+    if (auto v = value("--outer-uid=")) outer_uid = static_cast<uid_t>(atol(v));
+    if (auto v = value("--outer-gid=")) outer_gid = static_cast<gid_t>(atol(v));
+    if (auto v = value("--memory-bytes=")) limits.memory_bytes = atoll(v);
+    if (auto v = value("--disk-bytes=")) limits.disk_bytes = atoll(v);
+    if (auto v = value("--max-processes=")) limits.max_processes = atoll(v);
+    if (auto v = value("--max-open-files=")) limits.max_open_files = atoll(v);
   }
   if (z.control < 0 || supervisor <= 0) {
     fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand\n");
     return 2;
   }
   fcntl(z.control, F_SETFD, FD_CLOEXEC);
-  // Die with the supervisor, whatever kills it.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != supervisor) Die("prctl(PR_SET_PDEATHSIG)");
+  // Die with the supervisor, whatever kills it. In a new pid namespace our
+  // parent is invisible (getppid() is 0); the control socket's EOF ends us too.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Die("prctl(PR_SET_PDEATHSIG)");
+  pid_t parent = getppid();
+  if (parent != supervisor && parent != 0) _exit(1);
   setsid();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Die("prctl(PR_SET_CHILD_SUBREAPER)");
+  // Same-uid processes (a run, in the container posture) may not read our
+  // memory or /proc files.
+  prctl(PR_SET_DUMPABLE, 0);
   z.self = getpid();
+  z.sandbox.zygote_pid = z.self;
+  std::string ns_error;
+  if (!sandbox::namespaces::FinishInZygote(z.sandbox.ns_flags, outer_uid, outer_gid, &ns_error)) {
+    // The supervisor retries with fewer namespaces.
+    wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
+    wire::Send(z.control, h, ns_error.data(), ns_error.size(), nullptr, 0);
+    _exit(1);
+  }
+  sandbox::PrepareEarly(&z.sandbox);
 
   sigset_t chld;
   sigemptyset(&chld);
@@ -429,6 +453,11 @@ int ZygoteMain(int argc, char** argv) {
                              " threads; a native thread pool was not pinned to one thread");
     _exit(1);
   }
+  sandbox::PrepareLate(&z.sandbox);
+  nlohmann::json full = nlohmann::json::parse(report);
+  full["sandbox"] = {{"namespaces", sandbox::namespaces::FlagNames(z.sandbox.ns_flags)},
+                     {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))}};
+  report = full.dump();
   wire::Header ready{wire::Type::kReady, 0, 0, z.self};
   if (!wire::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
   Serve(z, sigfd);

@@ -231,7 +231,8 @@ def _finish(status):
 
 
 def run(code, workdir):
-    """Runs in the runner after lockdown. Returns the exit status (0-255)."""
+    """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
+    reason is "memory" when an uncaught MemoryError ended the run, else ""."""
     _reset_streams()
     _reseed()
     _set_environment(workdir)
@@ -239,12 +240,14 @@ def run(code, workdir):
     # the snippet writes into its working directory are importable.
     sys.path.insert(0, workdir)
     main = _fresh_main(code)
-    status = 0
+    status, reason = 0, ""
     try:
         exec(compile(code, MAIN_FILENAME, "exec"), main.__dict__)
     except SystemExit as exc:
         status = _system_exit_status(exc)
-    except BaseException:
+    except BaseException as exc:
         _print_exception()
         status = 1
-    return _finish(status)
+        if isinstance(exc, MemoryError):
+            reason = "memory"
+    return _finish(status), reason

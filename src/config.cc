@@ -109,6 +109,17 @@ const std::vector<Option>& Options() {
          c.workdir_root = v;
          return "";
        }},
+      {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", "512", "MiB",
+       "memory a run may allocate (address space beyond the pre-warmed interpreter)",
+       IntField(&Config::memory_limit_mb, 16, 1024 * 1024)},
+      {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", "256", "MiB",
+       "size of a run's working directory, and of any one file it writes",
+       IntField(&Config::disk_limit_mb, 1, 1024 * 1024)},
+      {"MCP_EXEC_MAX_PROCESSES", "--max-processes", "256", "processes",
+       "processes and threads of the sandbox uid at once (all runs together)",
+       IntField(&Config::max_processes, 8, 1000000)},
+      {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", "1024", "files",
+       "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
       {"MCP_EXEC_LOG_LEVEL", "--log-level", "info", "", "debug, info, warn or error",
        [](Config& c, const std::string& v) -> std::string {
          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
@@ -153,6 +164,7 @@ std::string HelpText() {
     << ": an MCP server whose one tool, exec, runs Python in a locked-down sandbox.\n\n"
        "Usage:\n"
        "  mcp-exec [FLAGS]          serve MCP (stdio by default)\n"
+       "  mcp-exec doctor [--json]  show which isolation layers hold on this host\n"
        "  mcp-exec --help | --version\n\n"
        "Every flag has an environment variable; a flag wins over its variable.\n"
        "A set but malformed value is an error (exit status 1), never a silent default.\n\n";

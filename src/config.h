@@ -28,6 +28,11 @@ struct Config {
   int64_t max_code_bytes = 1048576;
   int64_t max_request_bytes = 0;  // 0 means derived from the code and stdin caps
   std::string workdir_root = "/tmp";
+  // Per-run limits of the sandbox.
+  int64_t memory_limit_mb = 512;
+  int64_t disk_limit_mb = 256;
+  int64_t max_processes = 256;
+  int64_t max_open_files = 1024;
   std::string log_level = "info";
 };
 

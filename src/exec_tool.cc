@@ -49,6 +49,7 @@ json ExecOutputSchema() {
 RuntimeReport ParseRuntimeReport(const json& j) {
   RuntimeReport r;
   r.python_version = j.value("python", "");
+  r.sandbox = j.value("sandbox", nlohmann::json::object());
   if (j.contains("packages") && j["packages"].is_object()) {
     // Keep the order the runtime promises them in (nlohmann sorts keys).
     static const char* kOrder[] = {"numpy", "pandas", "PyYAML", "Jinja2", "Pillow", "matplotlib"};

@@ -38,6 +38,7 @@ struct RuntimeReport {
   // distribution name -> version, only the importable ones, in promise order.
   std::vector<std::pair<std::string, std::string>> packages;
   std::vector<std::string> missing;  // promised but not importable
+  nlohmann::json sandbox;            // namespaces and layers, from the zygote
 };
 
 RuntimeReport ParseRuntimeReport(const nlohmann::json& j);

@@ -14,6 +14,8 @@
 #include <cstring>
 
 #include "fs_util.h"
+#include "sandbox/layers.h"
+#include "utf8.h"
 #include "log.h"
 
 namespace mcpexec {
@@ -21,6 +23,9 @@ namespace mcpexec {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+constexpr uid_t kSandboxUid = sandbox::RunLimits{}.sandbox_uid;
+constexpr gid_t kSandboxGid = sandbox::RunLimits{}.sandbox_gid;
 
 // Owns the fds of one run until they are handed over or closed.
 struct Fd {
@@ -60,6 +65,16 @@ int MakeCodeMemfd(const std::string& code) {
   // The runner may read it, never change it.
   fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return fd;
+}
+
+// The limit a signal stands for, when it stands for one.
+std::string ReasonForSignal(int sig) {
+  switch (sig) {
+    case SIGSYS: return "seccomp";  // a call the policy kills on
+    case SIGXCPU: return "cpu";
+    case SIGXFSZ: return "file_size";
+    default: return "signal";
+  }
 }
 
 int64_t Millis(Clock::duration d) {
@@ -151,6 +166,12 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
 
   std::string workdir = MakePrivateDir(base_dir_, "run-");
   if (workdir.empty()) return fail_early(std::string("mkdtemp: ") + strerror(errno));
+  // Started as root, runs are the sandbox uid: where no tmpfs is mounted over
+  // it, the directory itself must be theirs.
+  if (geteuid() == 0 && chown(workdir.c_str(), kSandboxUid, kSandboxGid) != 0) {
+    RemoveTree(workdir);
+    return fail_early(std::string("chown(workdir): ") + strerror(errno));
+  }
   Fd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w;
   Fd code_fd(MakeCodeMemfd(req.code));
   if (!MakePipe(&in_r, &in_w) || !MakePipe(&out_r, &out_w) || !MakePipe(&err_r, &err_w) ||
@@ -183,7 +204,7 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   bool killed = false, cancelled = false, lost = false;
   std::string lost_reason;
   bool reported = false;
-  int32_t reported_status = 0;
+  int32_t report[2] = {0, wire::kReasonNone};  // exit status, reason
   std::string status_buf;
   size_t stdin_off = 0;
   int64_t budget = config_.max_output_bytes;
@@ -244,8 +265,8 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
       ssize_t n = read(st_r.fd, buf, sizeof buf);
       if (n > 0) status_buf.append(buf, n);
       if (n == 0) status_open = false;
-      if (status_buf.size() >= sizeof reported_status && !reported) {
-        memcpy(&reported_status, status_buf.data(), sizeof reported_status);
+      if (status_buf.size() >= sizeof report && !reported) {
+        memcpy(report, status_buf.data(), sizeof report);
         reported = true;
       }
     }
@@ -296,7 +317,7 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
       result.exit_code = -1;
     }
   } else if (reported) {
-    result.exit_code = reported_status & 0xFF;
+    result.exit_code = report[0] & 0xFF;
   }
   if (result.timed_out) {
     result.exit_code = -1;
@@ -304,8 +325,16 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   } else if (cancelled) {
     result.exit_code = -1;
     result.reason = "cancelled";
+  } else if (reported && report[1] == wire::kReasonMemory) {
+    result.reason = "memory";
   } else if (result.signal) {
-    result.reason = "signal";
+    result.reason = ReasonForSignal(result.signal);
+  }
+  if (reported && report[1] == wire::kReasonLockdown) {
+    // Not the code's doing: the run never started. Say so as a tool error.
+    lost = true;
+    lost_reason = RepairUtf8(result.stderr_data);
+    while (!lost_reason.empty() && lost_reason.back() == '\n') lost_reason.pop_back();
   }
 
   {

@@ -37,6 +37,9 @@ class Executor {
   // run is over. Returns the result, or a tool-error message.
   std::variant<ExecResult, std::string> Run(const ExecRequest& req, CancelToken& cancel);
 
+  // Gives back an admitted place without running (the run was refused).
+  void Withdraw() { scheduler_.Withdraw(); }
+
   // Waits for every run's teardown, then removes the base folder.
   void Shutdown();
 

@@ -57,6 +57,11 @@ int64_t Scheduler::running() const {
   return running_;
 }
 
+int64_t Scheduler::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(waiting_.size());
+}
+
 int64_t Scheduler::queued() const {
   std::lock_guard<std::mutex> lock(mu_);
   return admitted_ - running_;

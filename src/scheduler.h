@@ -28,6 +28,7 @@ class Scheduler {
 
   int64_t running() const;
   int64_t queued() const;
+  int64_t waiting() const;  // callers blocked in Acquire()
   int64_t max_running() const { return max_running_; }
   int64_t max_queued() const { return max_queued_; }
 

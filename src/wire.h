@@ -40,6 +40,13 @@ struct RunParams {
 
 constexpr size_t kMaxPayload = 256 * 1024;
 
+// kFatal's value when the zygote could not finish its namespaces: the
+// supervisor then starts it again with fewer.
+constexpr int64_t kFatalNamespaces = 1;
+
+// What a runner writes on its status pipe: exit status and a reason code.
+enum RunReason : int32_t { kReasonNone = 0, kReasonMemory = 1, kReasonLockdown = 2 };
+
 // Returns false with errno set on failure. Retries EINTR.
 bool Send(int sock, const Header& h, const void* payload, size_t len, const int* fds, int nfds);
 // Returns 1 on a message, 0 on EOF, -1 on error (errno set). Received fds are

@@ -15,6 +15,7 @@
 #include "fs_util.h"
 #include "log.h"
 #include "proc_tree.h"
+#include "sandbox/namespaces.h"
 
 namespace mcpexec {
 
@@ -43,6 +44,9 @@ std::vector<std::string> ZygoteEnvironment(const Config& config, const std::stri
       "NUMEXPR_MAX_THREADS=1",
       "VECLIB_MAXIMUM_THREADS=1",
       "PYTHONDONTWRITEBYTECODE=1",
+      // Each thread's malloc arena reserves 64 MiB of address space, which
+      // the run's RLIMIT_AS counts: a thread pool would exhaust it unused.
+      "MALLOC_ARENA_MAX=2",
   };
   // Not secrets: they select OpenBLAS kernels on CPUs where older builds
   // compute wrong results.
@@ -68,37 +72,40 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string control_arg = "--control-fd=3";
-  std::string sup_arg = "--supervisor=" + std::to_string(getpid());
-  char arg0[] = "mcp-exec-zygote";
-  char arg1[] = "__zygote";
-  // Runners forked in advance: up to one per concurrent run, at most 4.
-  std::string spares_arg = "--spares=" + std::to_string(std::min<int64_t>(config_.max_concurrent, 4));
-  char* argv[] = {arg0, arg1, control_arg.data(), sup_arg.data(), spares_arg.data(), nullptr};
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  int devnull_in = 0;
-  posix_spawn_file_actions_addopen(&fa, devnull_in, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 3);  // clears close-on-exec on fd 3
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigfillset(&defaults);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  std::vector<int> sets = sandbox::namespaces::FlagSets();
+  pid_t pid = -1;
+  int spawn_errno = 0;
+  for (; ns_attempt_ < sets.size(); ++ns_attempt_) {
+    int flags = sets[ns_attempt_];
+    // Runners forked in advance: up to one per concurrent run, at most 4.
+    std::vector<std::string> args = {
+        "mcp-exec-zygote",
+        "__zygote",
+        "--control-fd=3",
+        "--supervisor=" + std::to_string(getpid()),
+        "--spares=" + std::to_string(std::min<int64_t>(config_.max_concurrent, 4)),
+        "--ns=" + sandbox::namespaces::FlagNames(flags),
+        "--outer-uid=" + std::to_string(geteuid()),
+        "--outer-gid=" + std::to_string(getegid()),
+        "--memory-bytes=" + std::to_string(config_.memory_limit_mb << 20),
+        "--disk-bytes=" + std::to_string(config_.disk_limit_mb << 20),
+        "--max-processes=" + std::to_string(config_.max_processes),
+        "--max-open-files=" + std::to_string(config_.max_open_files),
+    };
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(), sv[1]);
+    if (pid > 0) {
+      ns_flags_ = flags;
+      break;
+    }
+    spawn_errno = errno;
+  }
   close(sv[1]);
-  if (rc != 0) {
+  if (pid <= 0) {
     close(sv[0]);
-    *error = std::string("posix_spawn(/proc/self/exe __zygote): ") + strerror(rc);
+    *error = std::string("clone(/proc/self/exe __zygote): ") + strerror(spawn_errno);
     return false;
   }
   control_ = sv[0];
@@ -106,7 +113,7 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
   return true;
 }
 
-bool ZygoteClient::AwaitReadyMessage(std::string* error) {
+int ZygoteClient::AwaitReadyMessage(std::string* error) {
   // Warm-up imports six packages; on a cold page cache that takes seconds.
   pollfd p{control_, POLLIN, 0};
   int rc;
@@ -115,7 +122,7 @@ bool ZygoteClient::AwaitReadyMessage(std::string* error) {
   } while (rc < 0 && errno == EINTR);
   if (rc == 0) {
     *error = "the zygote did not finish its warm-up within 180 s";
-    return false;
+    return 0;
   }
   wire::Header h;
   std::string payload;
@@ -124,37 +131,42 @@ bool ZygoteClient::AwaitReadyMessage(std::string* error) {
   for (int fd : fds) close(fd);
   if (r <= 0) {
     *error = "the zygote exited during its warm-up (see its log lines above)";
-    return false;
+    return 0;
   }
   if (h.type == wire::Type::kFatal) {
     *error = "the zygote cannot serve: " + payload;
-    return false;
+    return h.value == wire::kFatalNamespaces ? -1 : 0;
   }
   if (h.type != wire::Type::kReady) {
     *error = "unexpected first message from the zygote";
-    return false;
+    return 0;
   }
   try {
     report_ = ParseRuntimeReport(nlohmann::json::parse(payload));
   } catch (const std::exception& e) {
     *error = std::string("unreadable zygote report: ") + e.what();
-    return false;
+    return 0;
   }
-  return true;
+  return 1;
 }
 
 bool ZygoteClient::Start(std::string* error) {
   auto t0 = std::chrono::steady_clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!SpawnLocked(error)) return false;
-  }
-  if (!AwaitReadyMessage(error)) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!SpawnLocked(error)) return false;
+    }
+    int r = AwaitReadyMessage(error);
+    if (r == 1) break;
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     close(control_);
     control_ = -1;
-    return false;
+    if (r == 0) return false;
+    log::Warn("zygote_namespaces_refused",
+              {{"namespaces", sandbox::namespaces::FlagNames(ns_flags_)}, {"error", *error}});
+    ++ns_attempt_;  // the host refused these namespaces: try fewer
   }
   nlohmann::json pk = nlohmann::json::object();
   for (auto& [name, version] : report_.packages) pk[name] = version;
@@ -275,7 +287,7 @@ void ZygoteClient::ReaderLoop() {
         if (shutting_down_) return;
         ok = SpawnLocked(&error);
       }
-      if (ok && AwaitReadyMessage(&error)) {
+      if (ok && AwaitReadyMessage(&error) == 1) {
         std::lock_guard<std::mutex> lock(mu_);
         ready_ = true;
         ready_cv_.notify_all();

@@ -60,7 +60,8 @@ class ZygoteClient {
 
  private:
   bool SpawnLocked(std::string* error);
-  bool AwaitReadyMessage(std::string* error);
+  // 1 ready, 0 failed, -1 the namespaces could not be finished (try fewer).
+  int AwaitReadyMessage(std::string* error);
   void ReaderLoop();
   void FailAllRuns(const std::string& reason);
 
@@ -75,6 +76,8 @@ class ZygoteClient {
   std::map<uint64_t, std::shared_ptr<RunSlot>> runs_;
   std::thread reader_;
   std::atomic<int64_t> restarts_{0};
+  size_t ns_attempt_ = 0;  // index into namespaces::FlagSets() that works here
+  int ns_flags_ = 0;
   std::mutex send_mu_;
 };
 

@@ -37,7 +37,7 @@ TEST(SchedulerTest, AcquireWaitsForASlotInOrder) {
       s.Release();
     });
     // Let thread i queue before thread i+1 does.
-    while (s.queued() < i + 1) std::this_thread::yield();
+    while (s.waiting() < i + 1) std::this_thread::yield();
   }
   EXPECT_EQ(s.running(), 1);
   EXPECT_EQ(s.queued(), 3);
@@ -55,7 +55,7 @@ TEST(SchedulerTest, AbandonedWaiterGivesItsPlaceBack) {
   ASSERT_TRUE(s.Admit());
   std::atomic<bool> gone{false};
   std::thread t([&] { EXPECT_FALSE(s.Acquire([&] { return gone.load(); })); });
-  while (s.queued() < 1) std::this_thread::yield();
+  while (s.waiting() < 1) std::this_thread::yield();
   gone = true;
   s.Wake();
   t.join();

@@ -1,0 +1,23 @@
+// The Landlock layer (ABI-probed): read and execute everywhere, write only in
+// the run's own directories; TCP bind/connect denied (ABI 4+); signals and
+// abstract unix sockets scoped to the run (ABI 6+). Landlock also keeps
+// ptrace-class access (/proc/<pid>/environ, mem, fd) inside the run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mcpexec::sandbox::landlock {
+
+// 0 when Landlock is unavailable (kernel, LSM list or seccomp of a container).
+int ProbeAbi();
+
+struct Rules {
+  std::vector<std::string> writable;   // full access below these
+  std::vector<std::string> devices;    // read+write of these files (e.g. /dev/null)
+};
+
+// Runner, after no_new_privs and before seccomp.
+bool Apply(int abi, const Rules& rules, std::string* error);
+
+}  // namespace mcpexec::sandbox::landlock

@@ -1,0 +1,43 @@
+#include "sandbox/limits.h"
+
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace mcpexec::sandbox::limits {
+namespace {
+
+bool Set(int resource, const char* name, rlim_t value, std::string* error) {
+  rlimit rl{value, value};
+  if (setrlimit(resource, &rl) != 0) {
+    *error = std::string("setrlimit(") + name + ", " + std::to_string(value) + "): " + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t AddressSpaceBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+bool ApplyInRunner(const RunLimits& l, int64_t timeout_s, std::string* error) {
+  return Set(RLIMIT_AS, "RLIMIT_AS", AddressSpaceBytes() + l.memory_bytes, error) &&
+         Set(RLIMIT_FSIZE, "RLIMIT_FSIZE", l.disk_bytes, error) &&
+         Set(RLIMIT_NOFILE, "RLIMIT_NOFILE", l.max_open_files, error) &&
+         Set(RLIMIT_NPROC, "RLIMIT_NPROC", l.max_processes, error) &&
+         // The wall-clock deadline is the real limit; this one catches a
+         // process that would outlive it unseen.
+         Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + 5, error) &&
+         Set(RLIMIT_CORE, "RLIMIT_CORE", 0, error);
+}
+
+}  // namespace mcpexec::sandbox::limits

@@ -1,0 +1,146 @@
+#include "sandbox/lockdown.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/credentials.h"
+#include "sandbox/filesystem.h"
+#include "sandbox/landlock.h"
+#include "sandbox/limits.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/seccomp_policy.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+// Exit codes of the probe child.
+enum Probe { kProbeOk = 0, kProbeNoNewPrivs = 2, kProbeLandlock = 3, kProbeSeccomp = 4, kProbeSocket = 5 };
+
+int RunProbe(const Sandbox& sb) {
+  std::string error;
+  if (!credentials::ApplyNoNewPrivs(&error)) return kProbeNoNewPrivs;
+  if (sb.landlock_abi > 0 && !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}}, &error)) {
+    return kProbeLandlock;
+  }
+  if (!seccomp_policy::Apply(sb.seccomp_program, &error)) return kProbeSeccomp;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 || errno != EPERM) return kProbeSocket;
+  return kProbeOk;
+}
+
+}  // namespace
+
+void PrepareEarly(Sandbox* sb) {
+  sb->landlock_abi = landlock::ProbeAbi();
+  if (!seccomp_policy::Prepare(&sb->seccomp_program, &sb->seccomp_error)) return;
+  pid_t pid = fork();
+  if (pid == 0) _exit(RunProbe(*sb));
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+    sb->seccomp_error = "could not fork the probe";
+    return;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == kProbeLandlock) {
+    sb->landlock_abi = 0;  // announced, but refused: treat as absent
+  } else if (code == kProbeSeccomp) {
+    sb->seccomp_error = "the kernel refused the filter (prctl(PR_SET_SECCOMP)); CONFIG_SECCOMP_FILTER?";
+    return;
+  } else if (code == kProbeSocket) {
+    sb->seccomp_error = "a probe under the filter could still create an AF_INET socket";
+    return;
+  } else if (code != kProbeOk) {
+    sb->seccomp_error = "the probe failed (exit " + std::to_string(code) + ")";
+    return;
+  }
+  sb->seccomp_ok = true;
+}
+
+void PrepareLate(Sandbox* sb) {
+  if (sb->ns_flags & CLONE_NEWNS) {
+    sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
+  } else {
+    sb->readonly_error = "no mount namespace";
+  }
+}
+
+std::vector<LayerStatus> Report(const Sandbox& sb) {
+  std::vector<LayerStatus> layers;
+  namespaces::Report(sb.ns_flags, &layers);
+  layers.push_back({"filesystem_readonly", sb.readonly_root, false,
+                    sb.readonly_root ? "every mount read-only but /proc and /dev; runs write only "
+                                       "in size-capped tmpfs"
+                                     : "mounts stay as the host has them: " + sb.readonly_error,
+                    sb.readonly_root ? "" : "needs a mount namespace (see mount_namespace)"});
+  bool root = geteuid() == 0;
+  layers.push_back({"credentials", true, false,
+                    root ? "runs become uid/gid " + std::to_string(sb.limits.sandbox_uid) +
+                               " with no supplementary groups"
+                         : "runs keep the server's uid " + std::to_string(getuid()) + " (not root)",
+                    ""});
+  layers.push_back({"capabilities", true, false, "all dropped, bounding and ambient sets included", ""});
+  layers.push_back({"no_new_privs", true, false, "set before Landlock and seccomp", ""});
+  layers.push_back({"rlimits", true, false,
+                    "address space +" + std::to_string(sb.limits.memory_bytes >> 20) +
+                        " MiB, files " + std::to_string(sb.limits.disk_bytes >> 20) + " MiB, " +
+                        std::to_string(sb.limits.max_processes) + " processes per uid, " +
+                        std::to_string(sb.limits.max_open_files) + " open files, cpu = timeout + 5 s",
+                    ""});
+  layers.push_back({"cgroup", false, false,
+                    "per-run cgroups are not used: memory and processes are bounded by rlimits",
+                    "none needed; cgroup limits are planned"});
+  std::string abi = std::to_string(sb.landlock_abi);
+  layers.push_back(
+      {"landlock", sb.landlock_abi > 0, false,
+       sb.landlock_abi > 0
+           ? "ABI " + abi + ": writes only in the run's directories" +
+                 (sb.landlock_abi >= 4 ? ", no TCP bind/connect" : "") +
+                 (sb.landlock_abi >= 6 ? ", signals and abstract unix sockets scoped to the run"
+                                       : "; signals are NOT scoped (needs ABI 6, Linux 6.12)")
+           : "not available",
+       sb.landlock_abi > 0 ? "" : "Linux >= 5.13 with landlock in the lsm= boot parameter"});
+  layers.push_back({"seccomp", sb.seccomp_ok, true,
+                    sb.seccomp_ok ? "default-deny allowlist (native architecture), loaded last"
+                                  : sb.seccomp_error,
+                    sb.seccomp_ok ? "" : "a kernel with CONFIG_SECCOMP_FILTER; in a container, do not "
+                                         "run with a profile that forbids seccomp()"});
+  layers.push_back({"network", sb.seccomp_ok, true,
+                    sb.seccomp_ok ? std::string("socket() of every family but AF_UNIX is denied") +
+                                        ((sb.ns_flags & CLONE_NEWNET) ? "; no interfaces either" : "")
+                                  : "cannot be enforced without seccomp",
+                    sb.seccomp_ok ? "" : "see seccomp"});
+  return layers;
+}
+
+bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* error) {
+  filesystem::RunMounts mounts;
+  if (!namespaces::ApplyInRunner(sb.ns_flags, error)) return false;
+  if (!filesystem::ApplyInRunner((sb.ns_flags & CLONE_NEWNS) != 0, workdir, sb.limits, &mounts, error)) {
+    return false;
+  }
+  if (!limits::ApplyInRunner(sb.limits, timeout_s, error)) return false;
+  if (!credentials::ApplyInRunner(sb.limits, sb.zygote_pid, error)) return false;
+  if (!credentials::ApplyNoNewPrivs(error)) return false;
+  if (sb.landlock_abi > 0) {
+    landlock::Rules rules;
+    rules.writable = {workdir};
+    // Private /tmp and /dev/shm are the run's own. Without them, /dev/shm
+    // stays writable so that multiprocessing's semaphores work (see
+    // SECURITY.md: residue there is possible in that posture).
+    if (mounts.private_tmp) rules.writable.push_back("/tmp");
+    rules.writable.push_back("/dev/shm");
+    rules.devices = {"/dev/null"};
+    if (!landlock::Apply(sb.landlock_abi, rules, error)) return false;
+  }
+  // Last: after this, only the allowlist.
+  if (!sb.seccomp_ok) {
+    *error = "seccomp is not available: " + sb.seccomp_error;
+    return false;
+  }
+  return seccomp_policy::Apply(sb.seccomp_program, error);
+}
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,43 @@
+// The lockdown of a runner, one layer per file, applied in kernel order by
+// Lockdown() with seccomp last. Preparation happens once in the zygote.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/layers.h"
+
+namespace mcpexec::sandbox {
+
+// What the zygote prepared; every runner inherits it by fork.
+struct Sandbox {
+  RunLimits limits;
+  int ns_flags = 0;  // CLONE_NEW* the zygote was started with
+  pid_t zygote_pid = 0;
+  bool readonly_root = false;
+  std::string readonly_error;
+  int landlock_abi = 0;
+  bool seccomp_ok = false;
+  std::string seccomp_error;
+  std::vector<sock_filter> seccomp_program;
+};
+
+// Zygote, before Python starts (the process is still small, so the probe
+// fork is cheap): builds the seccomp program and checks, in a throw-away
+// child, that the kernel really enforces it and Landlock.
+void PrepareEarly(Sandbox* sb);
+// Zygote, after warm-up (which writes caches): makes every mount read-only.
+void PrepareLate(Sandbox* sb);
+
+// The layers as they stand, for the start-up log and `doctor`.
+std::vector<LayerStatus> Report(const Sandbox& sb);
+
+// Runner: fds must already be in place. Mount and ipc namespaces, private
+// tmpfs, rlimits, credentials, no_new_privs, Landlock, seccomp, in that
+// order. On failure *error holds the failed call; the run must not proceed.
+bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* error);
+
+}  // namespace mcpexec::sandbox

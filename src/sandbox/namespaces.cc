@@ -1,0 +1,157 @@
+#include "sandbox/namespaces.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace mcpexec::sandbox::namespaces {
+namespace {
+
+constexpr int kBase = CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+
+struct Name {
+  int flag;
+  const char* name;
+};
+constexpr Name kNames[] = {{CLONE_NEWUSER, "user"}, {CLONE_NEWPID, "pid"},  {CLONE_NEWNET, "net"},
+                           {CLONE_NEWNS, "mount"},  {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"}};
+
+bool WriteFile(const char* path, const char* text, std::string* error) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  ssize_t len = static_cast<ssize_t>(strlen(text));
+  bool ok = fd >= 0 && write(fd, text, len) == len;
+  int err = errno;
+  if (fd >= 0) close(fd);
+  if (!ok) *error = std::string("write(") + path + ", \"" + text + "\"): " + strerror(err);
+  return ok;
+}
+
+}  // namespace
+
+std::vector<int> FlagSets() {
+  if (geteuid() == 0) return {kBase, kBase & ~CLONE_NEWPID, 0};
+  return {CLONE_NEWUSER | kBase, CLONE_NEWUSER | (kBase & ~CLONE_NEWPID), 0};
+}
+
+std::string FlagNames(int flags) {
+  std::string out;
+  for (const Name& n : kNames) {
+    if (flags & n.flag) out += (out.empty() ? "" : ",") + std::string(n.name);
+  }
+  return out.empty() ? "none" : out;
+}
+
+int ParseFlagNames(const std::string& names) {
+  int flags = 0;
+  for (const Name& n : kNames) {
+    std::string s = "," + names + ",";
+    if (s.find("," + std::string(n.name) + ",") != std::string::npos) flags |= n.flag;
+  }
+  return flags;
+}
+
+pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* const envp[],
+                     int fd_to_3) {
+  long pid = syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid != 0) return static_cast<pid_t>(pid);
+  // Child of a threaded process: async-signal-safe calls only, then exec.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
+  if (fd_to_3 != 3) {
+    dup2(fd_to_3, 3);
+  } else {
+    fcntl(3, F_SETFD, 0);
+  }
+  int devnull = open("/dev/null", O_RDWR);
+  dup2(devnull, 0);
+  dup2(devnull, 1);
+  if (devnull > 3) close(devnull);
+  execve(path, argv, envp);
+  _exit(127);
+}
+
+bool FinishInZygote(int flags, uid_t outer_uid, gid_t outer_gid, std::string* error) {
+  if (flags & CLONE_NEWUSER) {
+    // Map our own ids to themselves: files the runs write keep their owner.
+    char map[64];
+    if (!WriteFile("/proc/self/setgroups", "deny", error)) return false;
+    snprintf(map, sizeof map, "%u %u 1", outer_uid, outer_uid);
+    if (!WriteFile("/proc/self/uid_map", map, error)) return false;
+    snprintf(map, sizeof map, "%u %u 1", outer_gid, outer_gid);
+    if (!WriteFile("/proc/self/gid_map", map, error)) return false;
+  }
+  if (flags & CLONE_NEWNS) {
+    // Nothing we mount may propagate back to the host.
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      *error = std::string("mount(/, MS_REC|MS_PRIVATE): ") + strerror(errno);
+      return false;
+    }
+  }
+  if (flags & CLONE_NEWPID) {
+    // A /proc of our own pid namespace: the zygote reads the runs' process
+    // trees from it, and the runs see only their namespace.
+    if (!(flags & CLONE_NEWNS)) {
+      *error = "a pid namespace needs a mount namespace for its /proc";
+      return false;
+    }
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      *error = std::string("mount(proc, /proc): ") + strerror(errno);
+      return false;
+    }
+  }
+  if (flags & CLONE_NEWUTS) {
+    const char name[] = "mcp-exec";
+    sethostname(name, sizeof name - 1);
+  }
+  return true;
+}
+
+bool ApplyInRunner(int zygote_flags, std::string* error) {
+  if (!(zygote_flags & CLONE_NEWNS)) return true;
+  if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0) {
+    *error = std::string("unshare(CLONE_NEWNS|CLONE_NEWIPC): ") + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void Report(int flags, std::vector<LayerStatus>* layers) {
+  const char* fix = geteuid() == 0 || (flags & CLONE_NEWUSER)
+                        ? "the host refused clone() with this namespace (seccomp profile or sysctl)"
+                        : "run as root, or allow unprivileged user namespaces "
+                          "(sysctl kernel.unprivileged_userns_clone=1; in Docker: "
+                          "--security-opt seccomp=unconfined or a profile allowing clone/unshare)";
+  layers->push_back({"user_namespace", (flags & CLONE_NEWUSER) != 0, false,
+                     (flags & CLONE_NEWUSER) ? "the zygote owns a user namespace (not root)"
+                     : geteuid() == 0        ? "not needed: running as root"
+                                             : "none",
+                     (flags & CLONE_NEWUSER) || geteuid() == 0 ? "" : fix});
+  layers->push_back({"pid_namespace", (flags & CLONE_NEWPID) != 0, false,
+                     (flags & CLONE_NEWPID)
+                         ? "runs live in the zygote's pid namespace: the supervisor is invisible"
+                         : "runs share the host's pid namespace",
+                     (flags & CLONE_NEWPID) ? "" : fix});
+  layers->push_back({"network_namespace", (flags & CLONE_NEWNET) != 0, false,
+                     (flags & CLONE_NEWNET) ? "no interface but a downed loopback"
+                                            : "host network namespace (seccomp still denies sockets)",
+                     (flags & CLONE_NEWNET) ? "" : fix});
+  layers->push_back({"mount_namespace", (flags & CLONE_NEWNS) != 0, false,
+                     (flags & CLONE_NEWNS) ? "one per run: private tmpfs workdir, /tmp, /dev/shm"
+                                           : "runs see the host's mounts",
+                     (flags & CLONE_NEWNS) ? "" : fix});
+  layers->push_back({"ipc_namespace", (flags & CLONE_NEWIPC) != 0, false,
+                     (flags & CLONE_NEWIPC) ? "one per run" : "shared", (flags & CLONE_NEWIPC) ? "" : fix});
+}
+
+}  // namespace mcpexec::sandbox::namespaces

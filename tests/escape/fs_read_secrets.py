@@ -1,0 +1,80 @@
+# escape: read /etc/shadow, kernel memory and raw devices
+# expect: pass
+import errno
+import os
+import sys
+
+# Landlock answers EACCES, a read-only mount EROFS, plain permissions EACCES/EPERM;
+# ETXTBSY: the file is a running executable.
+DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+escaped, unexpected = [], []
+
+
+def attempt(what, action, undo=None):
+    try:
+        action()
+    except OSError as e:
+        if e.errno not in DENIED:
+            unexpected.append(f"{what}: {errno.errorcode.get(e.errno, e.errno)}")
+        return
+    escaped.append(what)
+    if undo:
+        try:
+            undo()
+        except OSError:
+            pass
+
+
+def probe_dir(d):
+    p = os.path.join(d, f"mcp_escape_probe_{os.getpid()}")
+    attempt(f"create a file in {d}", lambda: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)),
+            lambda: os.unlink(p))
+    attempt(f"mkdir in {d}", lambda: os.mkdir(p + ".d"), lambda: os.rmdir(p + ".d"))
+    attempt(f"symlink in {d}", lambda: os.symlink("/", p + ".l"), lambda: os.unlink(p + ".l"))
+    attempt(f"mkfifo in {d}", lambda: os.mkfifo(p + ".p"), lambda: os.unlink(p + ".p"))
+
+
+def probe_file(f):
+    # Opening for writing is the attack: nothing is ever written, nothing truncated.
+    attempt(f"open {f} for writing", lambda: os.close(os.open(f, os.O_WRONLY | os.O_APPEND)))
+    attempt(f"truncate {f} to its own size", lambda: os.truncate(f, os.stat(f).st_size))
+
+
+def report():
+    if escaped:
+        print("ESCAPED:", "; ".join(escaped))
+        sys.exit(1)
+    if unexpected:
+        print("UNEXPECTED:", "; ".join(unexpected))
+        sys.exit(1)
+    print("PASS")
+
+
+# ENOENT: the file is hidden or absent; ENXIO/ENODEV: a device with no driver behind it.
+DENIED = DENIED + (errno.ENOENT, errno.ENXIO, errno.ENODEV)
+read_ok = []
+for f in ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/root/.ssh/id_rsa", "/root/.ssh/id_ed25519",
+          "/proc/kcore", "/dev/mem", "/dev/kmem", "/dev/port", "/dev/sda", "/dev/vda", "/dev/nvme0n1",
+          "/proc/kallsyms"):
+    try:
+        with open(f, "rb") as fh:
+            data = fh.read(64)
+    except IsADirectoryError:
+        continue
+    except OSError as e:
+        if e.errno not in DENIED:
+            unexpected.append(f"{f}: {errno.errorcode.get(e.errno, e.errno)}")
+        continue
+    if f == "/proc/kallsyms":
+        # World-readable; kernel addresses shown to an unprivileged reader are a host setting
+        # (kernel.kptr_restrict), so only reported.
+        if not data.startswith(b"0000000000000000"):
+            print("NOTE: /proc/kallsyms shows kernel addresses")
+        continue
+    escaped.append(f"read {f} ({len(data)} bytes)")
+try:
+    os.listdir("/root")
+    print("NOTE: /root is listable")
+except OSError:
+    pass
+report()

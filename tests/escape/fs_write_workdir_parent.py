@@ -1,0 +1,66 @@
+# escape: write into the parent of the working directory, or rename/remove the working directory itself
+# expect: pass
+import errno
+import os
+import sys
+
+# Landlock answers EACCES, a read-only mount EROFS, plain permissions EACCES/EPERM;
+# ETXTBSY: the file is a running executable.
+DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+escaped, unexpected = [], []
+
+
+def attempt(what, action, undo=None):
+    try:
+        action()
+    except OSError as e:
+        if e.errno not in DENIED:
+            unexpected.append(f"{what}: {errno.errorcode.get(e.errno, e.errno)}")
+        return
+    escaped.append(what)
+    if undo:
+        try:
+            undo()
+        except OSError:
+            pass
+
+
+def probe_dir(d):
+    p = os.path.join(d, f"mcp_escape_probe_{os.getpid()}")
+    attempt(f"create a file in {d}", lambda: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)),
+            lambda: os.unlink(p))
+    attempt(f"mkdir in {d}", lambda: os.mkdir(p + ".d"), lambda: os.rmdir(p + ".d"))
+    attempt(f"symlink in {d}", lambda: os.symlink("/", p + ".l"), lambda: os.unlink(p + ".l"))
+    attempt(f"mkfifo in {d}", lambda: os.mkfifo(p + ".p"), lambda: os.unlink(p + ".p"))
+
+
+def probe_file(f):
+    # Opening for writing is the attack: nothing is ever written, nothing truncated.
+    attempt(f"open {f} for writing", lambda: os.close(os.open(f, os.O_WRONLY | os.O_APPEND)))
+    attempt(f"truncate {f} to its own size", lambda: os.truncate(f, os.stat(f).st_size))
+
+
+def report():
+    if escaped:
+        print("ESCAPED:", "; ".join(escaped))
+        sys.exit(1)
+    if unexpected:
+        print("UNEXPECTED:", "; ".join(unexpected))
+        sys.exit(1)
+    print("PASS")
+
+
+cwd = os.getcwd()
+parent = os.path.dirname(cwd)
+if parent != cwd:
+    probe_dir(parent)
+    # Moving our own directory away needs write access to the parent. EBUSY: cwd is a mount point.
+    moved = cwd + ".mcp_escape_moved"
+    try:
+        os.rename(cwd, moved)
+        escaped.append(f"renamed the working directory {cwd}")
+        os.rename(moved, cwd)
+    except OSError as e:
+        if e.errno not in DENIED + (errno.EBUSY,):
+            unexpected.append(f"rename cwd: {errno.errorcode.get(e.errno, e.errno)}")
+report()
