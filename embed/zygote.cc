@@ -160,8 +160,8 @@ void RunnerPrepare(const Zygote& z) {
                                 const std::vector<int>& fds) {
   std::string code = ReadAll(fds[wire::kCode]);
   if (!sandbox::fds::ApplyInRunner(fds)) _exit(126);
-  std::string error;
-  if (!sandbox::Lockdown(z.sandbox, params.workdir, params.timeout_s, &error)) {
+  std::string error, cwd;
+  if (!sandbox::Lockdown(z.sandbox, params.workdir, params.timeout_s, &cwd, &error)) {
     // Never run code half locked down. The supervisor turns this into a
     // tool error with the message.
     dprintf(2, "mcp-exec: sandbox lockdown failed: %s\n", error.c_str());
@@ -171,7 +171,7 @@ void RunnerPrepare(const Zygote& z) {
   int32_t reason = wire::kReasonNone;
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
-    py::tuple result = rt.attr("run")(py::str(code), py::str(params.workdir));
+    py::tuple result = rt.attr("run")(py::str(code), py::str(cwd));
     status = result[0].cast<int>();
     if (result[1].cast<std::string>() == "memory") reason = wire::kReasonMemory;
   } catch (py::error_already_set& e) {
@@ -414,9 +414,6 @@ int ZygoteMain(int argc, char** argv) {
   if (parent != supervisor && parent != 0) _exit(1);
   setsid();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Die("prctl(PR_SET_CHILD_SUBREAPER)");
-  // Same-uid processes (a run, in the container posture) may not read our
-  // memory or /proc files.
-  prctl(PR_SET_DUMPABLE, 0);
   z.self = getpid();
   z.sandbox.zygote_pid = z.self;
   std::string ns_error;
@@ -426,6 +423,10 @@ int ZygoteMain(int argc, char** argv) {
     wire::Send(z.control, h, ns_error.data(), ns_error.size(), nullptr, 0);
     _exit(1);
   }
+  // Same-uid processes (a run, in the container posture) may not read our
+  // memory or /proc files. Not before the id maps: a non-dumpable process
+  // cannot write its own /proc/self/uid_map.
+  prctl(PR_SET_DUMPABLE, 0);
   sandbox::PrepareEarly(&z.sandbox);
 
   sigset_t chld;

@@ -1,6 +1,6 @@
 #include "exec_service.h"
 
-#include "sandbox/layers.h"
+#include "doctor.h"
 
 namespace mcpexec {
 
@@ -39,12 +39,11 @@ bool ExecService::Admit(std::string* why) {
 
 json ExecService::Execute(const ExecRequest& req, CancelToken& cancel) {
   // Fail closed: without its required layers the sandbox runs nothing.
-  auto layers = sandbox::LayersFromJson(zygote_.report().sandbox.value("layers", json::array()));
-  if (const sandbox::LayerStatus* missing = sandbox::MissingRequired(layers)) {
+  std::string refusal = SandboxRefusal(zygote_.report());
+  if (!refusal.empty()) {
     executor_.Withdraw();
-    return ToolError("this server refuses to run code: the sandbox layer '" + missing->name +
-                     "' cannot be applied on this host (" + missing->detail + "; fix: " +
-                     missing->fix + "). Run `mcp-exec doctor` for details.");
+    return ToolError("this server refuses to run code: " + refusal +
+                     ". Run `mcp-exec doctor` for details.");
   }
   auto outcome = executor_.Run(req, cancel);
   if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);

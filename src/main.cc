@@ -10,6 +10,7 @@
 
 #include "../embed/zygote.h"
 #include "config.h"
+#include "doctor.h"
 #include "exec_service.h"
 #include "executor.h"
 #include "log.h"
@@ -37,6 +38,10 @@ int main(int argc, char** argv) {
   }
   const Config config = *parsed.config;
   log::SetLevel(config.log_level);
+  // Same-uid processes (runs, in the container posture) may not read our
+  // memory, environment or fds through /proc.
+  prctl(PR_SET_DUMPABLE, 0);
+  if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
   if (config.transport != Transport::kStdio) {
     fprintf(stderr, "mcp-exec: MCP_EXEC_TRANSPORT=%s is not available in this build yet (use stdio)\n",
             TransportName(config.transport).c_str());
@@ -67,7 +72,13 @@ int main(int argc, char** argv) {
     zygote.Shutdown();
     return 1;
   }
-  ExecService service(config, zygote, scheduler, executor, "");
+  RuntimeReport runtime = zygote.report();
+  std::string refusal = SandboxRefusal(runtime);
+  log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
+             {{"namespaces", runtime.sandbox.value("namespaces", "")},
+              {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
+              {"refusal", refusal}});
+  ExecService service(config, zygote, scheduler, executor, SandboxSummary(runtime));
   if (config.python != "python3") {
     log::Warn("config_ignored", {{"variable", "MCP_EXEC_PYTHON"},
                                  {"why", "the interpreter is embedded; runs use Python " +

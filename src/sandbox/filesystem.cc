@@ -70,18 +70,6 @@ bool MountTmpfs(const std::string& where, int64_t bytes, const char* mode, const
   return true;
 }
 
-bool MakePath(const std::string& path, std::string* error) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i != path.size() && path[i] != '/') continue;
-    std::string prefix = path.substr(0, i);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      *error = "mkdir(" + prefix + "): " + strerror(errno);
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 bool PrepareReadOnly(std::string* error) {
@@ -106,20 +94,18 @@ bool PrepareReadOnly(std::string* error) {
 
 bool ApplyInRunner(bool mount_ns, const std::string& workdir, const RunLimits& limits,
                    RunMounts* mounts, std::string* error) {
+  mounts->workdir = workdir;
   if (mount_ns) {
-    if (!MountTmpfs("/tmp", limits.scratch_bytes, "1777", limits, error)) return false;
+    if (!MountTmpfs("/tmp", limits.disk_bytes, "1777", limits, error)) return false;
     struct stat st;
     if (stat("/dev/shm", &st) == 0 && !MountTmpfs("/dev/shm", limits.scratch_bytes, "1777", limits, error)) {
       return false;
     }
-    // The working directory keeps the path the supervisor gave it; when that
-    // is under /tmp, the private /tmp just hid it: make the path again.
-    if (!MakePath(workdir, error)) return false;
-    if (!MountTmpfs(workdir, limits.disk_bytes, "0700", limits, error)) return false;
     mounts->private_tmp = true;
+    mounts->workdir = "/tmp";
   }
-  if (chdir(workdir.c_str()) != 0) {
-    *error = "chdir(" + workdir + "): " + strerror(errno);
+  if (chdir(mounts->workdir.c_str()) != 0) {
+    *error = "chdir(" + mounts->workdir + "): " + strerror(errno);
     return false;
   }
   return true;

@@ -1,8 +1,10 @@
 // The filesystem layer. In the zygote's mount namespace every mount is made
-// read-only once (after warm-up, which writes caches); each run then mounts
-// size-capped tmpfs on its working directory, /tmp and /dev/shm in its own
-// mount namespace, so what it writes dies with it. Without mount namespaces,
-// Landlock and the uid are what keep writes in the working directory.
+// read-only once (after warm-up, which writes caches); each run then mounts a
+// fresh size-capped tmpfs on /tmp, which is its working directory, and one on
+// /dev/shm, in its own mount namespace: what it writes dies with it, and it
+// has no parent or sibling directory to write into. Without mount
+// namespaces, the run works in the directory the supervisor made, and
+// Landlock and the uid keep its writes there.
 #pragma once
 
 #include <string>
@@ -18,6 +20,7 @@ bool PrepareReadOnly(std::string* error);
 
 struct RunMounts {
   bool private_tmp = false;  // /tmp and /dev/shm are the run's own
+  std::string workdir;       // where the run works (its cwd)
 };
 
 // Runner, inside its own mount namespace (or not, when mount_ns is false).

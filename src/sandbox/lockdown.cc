@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,25 +116,28 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   return layers;
 }
 
-bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* error) {
+bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* cwd,
+              std::string* error) {
   filesystem::RunMounts mounts;
   if (!namespaces::ApplyInRunner(sb.ns_flags, error)) return false;
   if (!filesystem::ApplyInRunner((sb.ns_flags & CLONE_NEWNS) != 0, workdir, sb.limits, &mounts, error)) {
     return false;
   }
+  *cwd = mounts.workdir;
   if (!limits::ApplyInRunner(sb.limits, timeout_s, error)) return false;
   if (!credentials::ApplyInRunner(sb.limits, sb.zygote_pid, error)) return false;
   if (!credentials::ApplyNoNewPrivs(error)) return false;
   if (sb.landlock_abi > 0) {
     landlock::Rules rules;
-    rules.writable = {workdir};
-    // Private /tmp and /dev/shm are the run's own. Without them, /dev/shm
-    // stays writable so that multiprocessing's semaphores work (see
-    // SECURITY.md: residue there is possible in that posture).
-    if (mounts.private_tmp) rules.writable.push_back("/tmp");
-    rules.writable.push_back("/dev/shm");
+    // /dev/shm: private where mounts are allowed; elsewhere it stays writable
+    // so that multiprocessing's semaphores work (SECURITY.md: residue there
+    // is possible in that posture).
+    rules.writable = {mounts.workdir, "/dev/shm"};
     rules.devices = {"/dev/null"};
     if (!landlock::Apply(sb.landlock_abi, rules, error)) return false;
+    // Landlock keeps ptrace-class access (/proc/<pid>/mem, environ) inside
+    // the run's own domain, so the run may read its own /proc files again.
+    prctl(PR_SET_DUMPABLE, 1);
   }
   // Last: after this, only the allowlist.
   if (!sb.seccomp_ok) {

@@ -38,6 +38,8 @@ std::vector<LayerStatus> Report(const Sandbox& sb);
 // Runner: fds must already be in place. Mount and ipc namespaces, private
 // tmpfs, rlimits, credentials, no_new_privs, Landlock, seccomp, in that
 // order. On failure *error holds the failed call; the run must not proceed.
-bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* error);
+// *cwd: where the run works (the private /tmp where mounts are allowed).
+bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* cwd,
+              std::string* error);
 
 }  // namespace mcpexec::sandbox

@@ -1,9 +1,11 @@
 #include "sandbox/namespaces.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -68,6 +70,19 @@ pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* cons
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
+  if (flags & CLONE_NEWUSER) {
+    // We hold every capability in the new user namespace, but execve() would
+    // drop them (our uid there is not 0). Keep them as ambient capabilities:
+    // the zygote needs them to map its ids and to mount; every runner clears
+    // them before it runs code.
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    syscall(SYS_capget, &header, data);
+    data[0].inheritable = data[0].permitted;
+    data[1].inheritable = data[1].permitted;
+    syscall(SYS_capset, &header, data);
+    for (int cap = 0; cap < 64; ++cap) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
+  }
   if (fd_to_3 != 3) {
     dup2(fd_to_3, 3);
   } else {

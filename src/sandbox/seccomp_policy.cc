@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -369,6 +370,13 @@ bool Build(scmp_filter_ctx ctx, std::string* error) {
   if (rc < 0) return *error = Failed("seccomp_rule_add(socket)", rc), false;
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
   if (rc < 0) return *error = Failed("seccomp_rule_add(socketpair)", rc), false;
+  // mknod: FIFOs only (os.mkfifo); device nodes never.
+  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mknod), 1,
+                        SCMP_A1(SCMP_CMP_MASKED_EQ, S_IFMT, S_IFIFO));
+  if (rc < 0) return *error = Failed("seccomp_rule_add(mknod)", rc), false;
+  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mknodat), 1,
+                        SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT, S_IFIFO));
+  if (rc < 0) return *error = Failed("seccomp_rule_add(mknodat)", rc), false;
   // prlimit64 on ourselves only (glibc's getrlimit/setrlimit): never on
   // another process of the same uid.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_EQ, 0));
@@ -434,6 +442,7 @@ std::vector<RuleDoc> Describe() {
   for (const Prctl& p : kPrctls) out.push_back({"prctl", std::string("allow ") + p.name, "runtimes"});
   out.push_back({"socket", "allow AF_UNIX only", "no family that reaches a network"});
   out.push_back({"socketpair", "allow AF_UNIX only", "multiprocessing, asyncio"});
+  out.push_back({"mknod, mknodat", "allow S_IFIFO only", "os.mkfifo; never device nodes"});
   out.push_back({"prlimit64", "allow on self (pid 0) only", "glibc get/setrlimit"});
   out.push_back({"personality", "allow the query only", "no execution domains"});
   out.push_back({"(anything else)", "errno EPERM", "default deny"});

@@ -6,7 +6,9 @@ import sys
 
 # Landlock answers EACCES, a read-only mount EROFS, plain permissions EACCES/EPERM;
 # ETXTBSY: the file is a running executable.
-DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+# EXDEV: rename(2) refuses to move a file onto another filesystem, so it
+# cannot land in /etc either.
+DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY, errno.EXDEV)
 escaped, unexpected = [], []
 
 

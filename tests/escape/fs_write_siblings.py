@@ -7,6 +7,8 @@ import sys
 # Landlock answers EACCES, a read-only mount EROFS, plain permissions EACCES/EPERM;
 # ETXTBSY: the file is a running executable.
 DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+# procfs answers ENOENT to any attempt to create an entry in /proc.
+DENIED = DENIED + (errno.ENOENT,)
 escaped, unexpected = [], []
 
 

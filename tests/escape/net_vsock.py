@@ -13,11 +13,7 @@ except OSError as e:
         sys.exit(1)
     print("PASS")
     sys.exit(0)
-with s:
-    s.settimeout(2)
-    try:
-        s.connect((2, 22))  # VMADDR_CID_HOST
-        print("ESCAPED: connected to the vsock host")
-    except OSError as e:
-        print(f"UNEXPECTED: socket(AF_VSOCK) was allowed (connect: {e})")
+# Never connect: that would talk to the hypervisor. Creating the socket is already the failure.
+s.close()
+print("ESCAPED: socket(AF_VSOCK) was allowed")
 sys.exit(1)

@@ -1,5 +1,6 @@
 // Every rule of the exec tool's contract, through the real binary.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "server_process.h"
 
@@ -154,23 +155,36 @@ TEST_F(ContractTest, StdinIsAPipeThenEof) {
   EXPECT_EQ(r["stdout"], "ignored\n");
 }
 
+// Fresh: nothing one run wrote is visible to the next. Removed: the run
+// directories the supervisor makes are gone after each run, also after a
+// timeout. (Where mount namespaces are allowed, the run works in a private
+// tmpfs /tmp that dies with it; otherwise in the supervisor's directory.)
 TEST_F(ContractTest, FreshPrivateWorkdirEachRunRemovedAfterwards) {
-  Start();
-  json a = s().Exec("import os\nopen('left.txt', 'w').write('x')\nprint(os.getcwd())");
-  json b = s().Exec("import os\nprint(os.getcwd()); print(sorted(os.listdir('.')))");
-  std::string dir_a = a["stdout"].get<std::string>();
-  dir_a.pop_back();
-  std::string out_b = b["stdout"];
-  EXPECT_EQ(out_b.find(dir_a + "\n"), std::string::npos) << "a new directory each run";
-  EXPECT_NE(out_b.find("[]"), std::string::npos) << "nothing of the last run is visible";
-  EXPECT_TRUE(WaitUntil([&] { return access(dir_a.c_str(), F_OK) != 0; }, 5000)) << dir_a;
-  // Also after a timeout.
-  json t = s().Exec("import os, time\nprint(os.getcwd(), flush=True)\nopen('f', 'w')\ntime.sleep(60)",
+  std::string root = "/tmp/mcp-exec-contract-" + Marker("");
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  Start({{"MCP_EXEC_WORKDIR_ROOT", root}});
+  auto run_dirs_left = [&] {
+    std::vector<std::string> left;
+    std::string cmd = "find " + root + " -mindepth 2 -maxdepth 2 -name 'run-*'";
+    FILE* p = popen(cmd.c_str(), "r");
+    char line[4096];
+    while (p && fgets(line, sizeof line, p)) left.push_back(line);
+    if (p) pclose(p);
+    return left;
+  };
+  json a = s().Exec("import os\nopen('left.txt', 'w').write('x')\nos.mkdir('d')\nprint(sorted(os.listdir('.')))");
+  EXPECT_EQ(a["stdout"], "['d', 'left.txt']\n");
+  json b = s().Exec("import os, tempfile\nprint(sorted(os.listdir('.')), os.access('.', os.W_OK))\n"
+                    "print(os.environ['HOME'] == os.getcwd() == tempfile.gettempdir())");
+  EXPECT_EQ(b["stdout"], "[] True\nTrue\n") << "nothing of the last run is visible";
+  EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000));
+  json t = s().Exec("import time\nopen('f', 'w')\nprint('started', flush=True)\ntime.sleep(60)",
                     {{"timeout_s", 1}});
   EXPECT_TRUE(t["timed_out"]);
-  std::string dir_t = t["stdout"].get<std::string>();
-  dir_t.pop_back();
-  EXPECT_TRUE(WaitUntil([&] { return access(dir_t.c_str(), F_OK) != 0; }, 5000)) << dir_t;
+  EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000)) << "after a timeout";
+  EXPECT_EQ(s().Exec("import os; print(os.listdir('.'))")["stdout"], "[]\n");
+  server_.reset();
+  rmdir(root.c_str());  // the server removed its own folder below it
 }
 
 TEST_F(ContractTest, DeadlineKillsTheWholeTreeIncludingSetsidChildren) {

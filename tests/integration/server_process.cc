@@ -20,7 +20,8 @@ namespace mcpexec::testing {
 using Clock = std::chrono::steady_clock;
 
 ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
-                             const std::vector<std::string>& args) {
+                             const std::vector<std::string>& args,
+                             const std::vector<std::string>& wrapper) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
     throw std::runtime_error("pipe");
@@ -30,7 +31,8 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
     if (const char* v = getenv(pass)) envs.push_back(std::string(pass) + "=" + v);
   }
   for (auto& [k, v] : env) envs.push_back(k + "=" + v);
-  std::vector<std::string> argv_s = {MCP_EXEC_BIN};
+  std::vector<std::string> argv_s = wrapper;
+  argv_s.push_back(MCP_EXEC_BIN);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -42,7 +44,7 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
     argv.push_back(nullptr);
     for (auto& s : envs) envp.push_back(s.data());
     envp.push_back(nullptr);
-    execve(MCP_EXEC_BIN, argv.data(), envp.data());
+    execve(argv_s[0].c_str(), argv.data(), envp.data());
     _exit(127);
   }
   close(in[0]);

@@ -21,8 +21,10 @@ using Env = std::map<std::string, std::string>;
 class ServerProcess {
  public:
   // env: added to a minimal environment (PATH). args: server flags.
+  // wrapper: a command the binary runs under (e.g. the container posture).
   explicit ServerProcess(const std::map<std::string, std::string>& env = {},
-                         const std::vector<std::string>& args = {});
+                         const std::vector<std::string>& args = {},
+                         const std::vector<std::string>& wrapper = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

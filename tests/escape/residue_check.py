@@ -1,0 +1,56 @@
+# escape: leave files behind in /tmp, /dev/shm, $HOME, the workdir or its parent for the next run
+# expect: pass
+# repeat: 2
+# Run twice in a row (see README): each run asserts no mcp_escape_residue_* from an earlier
+# run exists anywhere it can look, that a writable /tmp or /dev/shm starts empty, and then
+# leaves a marker wherever it can write (a file in /dev/shm is also what a POSIX
+# shm_open() segment is).
+import os
+import sys
+import tempfile
+
+PREFIX = "mcp_escape_residue_"
+cwd = os.path.realpath(os.getcwd())
+places = list(dict.fromkeys(["/tmp", "/dev/shm", "/var/tmp", os.path.dirname(cwd),
+                             os.path.expanduser("~"), cwd, tempfile.gettempdir()]))
+
+
+def can_write(d):
+    # A real attempt: access(2) ignores Landlock, so it cannot answer this.
+    probe = os.path.join(d, f".{PREFIX}probe_{os.getpid()}")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    os.unlink(probe)
+    return True
+
+
+problems = []
+listings = {}
+for d in places:
+    try:
+        listings[d] = os.listdir(d)
+    except OSError:
+        continue
+    old = [n for n in listings[d] if n.startswith(PREFIX)]
+    if old:
+        problems.append(f"{d}: {old}")
+# A /tmp or /dev/shm we can write to is private to this run, so it must start empty.
+for d in ("/tmp", "/dev/shm"):
+    if d in listings and listings[d] and can_write(d):
+        problems.append(f"writable {d} not empty at start: {sorted(listings[d])[:10]}")
+if problems:
+    print("ESCAPED: residue from an earlier run:", "; ".join(problems))
+    sys.exit(1)
+
+left = []
+for d in places:
+    try:
+        with open(os.path.join(d, f"{PREFIX}{os.getpid()}"), "w") as f:
+            f.write("left by residue_check.py\n")
+        left.append(d)
+    except OSError:
+        pass
+print("left markers in:", left)
+print("PASS")

@@ -1,0 +1,37 @@
+# escape: use descriptors inherited from the zygote or the server (control socket, listening socket, cache dirs)
+# expect: pass
+import os
+import stat
+import sys
+
+# A run starts with stdin/stdout/stderr and, at most, pipes it needs to report back. Any
+# inherited socket, directory or file outside the working directory is a way out.
+cwd = os.path.realpath(os.getcwd())
+listing = os.listdir("/proc/self/fd")  # the listing's own fd shows up and is gone after
+bad, notes = [], []
+for name in listing:
+    fd = int(name)
+    try:
+        st = os.fstat(fd)
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        continue  # the listing fd, already closed
+    if fd <= 2:
+        continue
+    mode = st.st_mode
+    if stat.S_ISSOCK(mode):
+        bad.append(f"fd {fd}: socket {target}")
+    elif stat.S_ISDIR(mode):
+        bad.append(f"fd {fd}: directory {target}")
+    elif stat.S_ISREG(mode) and not target.startswith(cwd + "/"):
+        bad.append(f"fd {fd}: file {target}")
+    elif stat.S_ISFIFO(mode):
+        notes.append(f"fd {fd}: {target} (pipe, flags {os.get_inheritable(fd) and 'inheritable' or 'cloexec'})")
+    else:
+        notes.append(f"fd {fd}: {target}")
+for n in notes:
+    print("NOTE:", n)
+if bad:
+    print("ESCAPED:", "; ".join(bad))
+    sys.exit(1)
+print("PASS")

@@ -1,0 +1,166 @@
+// The escape suite: every tests/escape/*.py snippet, run through the built
+// server over MCP, in two postures, against the expectation in its header
+// (see tests/escape/README.md). After each snippet the server must still
+// answer and nothing the snippet started may be left alive.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+struct Case {
+  std::string file;
+  std::string name;
+  std::string code;
+  std::string expect = "pass";
+  std::string posture;  // "" = both
+  std::string stdin_data;
+  int timeout_s = 20;
+  int runs = 1;
+};
+
+Case LoadCase(const std::string& file) {
+  Case c;
+  c.file = file;
+  c.name = file.substr(0, file.size() - 3);
+  std::ifstream f(std::string(ESCAPE_DIR) + "/" + file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  c.code = ss.str();
+  std::istringstream lines(c.code);
+  std::string line;
+  while (std::getline(lines, line) && line.rfind("#", 0) == 0) {
+    auto value = [&](const char* key) -> std::optional<std::string> {
+      std::string k = std::string("# ") + key + ":";
+      if (line.rfind(k, 0) != 0) return std::nullopt;
+      std::string v = line.substr(k.size());
+      v.erase(0, v.find_first_not_of(' '));
+      return v;
+    };
+    if (auto v = value("expect")) c.expect = *v;
+    if (auto v = value("timeout")) c.timeout_s = std::stoi(*v);
+    if (auto v = value("posture")) c.posture = *v;
+    if (auto v = value("stdin")) c.stdin_data = *v;
+    if (auto v = value("repeat")) c.runs = std::stoi(*v);
+  }
+  return c;
+}
+
+std::vector<std::string> CaseFiles() {
+  std::vector<std::string> files;
+  DIR* d = opendir(ESCAPE_DIR);
+  if (!d) return files;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 3 && n.substr(n.size() - 3) == ".py") files.push_back(n);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+struct Param {
+  std::string posture;
+  std::string file;
+};
+
+void PrintTo(const Param& p, std::ostream* os) { *os << p.posture << ":" << p.file; }
+
+std::vector<Param> Params() {
+  std::vector<Param> out;
+  for (const char* posture : {"root", "container"}) {
+    for (const auto& f : CaseFiles()) out.push_back({posture, f});
+  }
+  return out;
+}
+
+std::vector<std::string> Wrapper(const std::string& posture) {
+  if (posture == "container") return {std::string(SOURCE_DIR) + "/scripts/container-posture"};
+  return {};
+}
+
+class EscapeTest : public ::testing::TestWithParam<Param> {};
+
+// Every process a run started is gone: the zygote's children are back to
+// idle spares, none of which has a child of its own.
+bool OnlyIdleSpares(const ServerProcess& s) {
+  pid_t zygote = s.ZygotePid();
+  if (zygote <= 0) return false;
+  for (pid_t child : ChildrenOf(zygote, false)) {
+    if (!ChildrenOf(child, false).empty()) return false;
+  }
+  return ChildrenOf(zygote, false).size() <= 4;
+}
+
+TEST_P(EscapeTest, Snippet) {
+  const Param& p = GetParam();
+  Case c = LoadCase(p.file);
+  if (!c.posture.empty() && c.posture != p.posture) {
+    GTEST_SKIP() << c.name << " applies to the " << c.posture << " posture only";
+  }
+  if (p.posture == "root" && geteuid() != 0) {
+    GTEST_SKIP() << "the root posture needs the tests to run as root";
+  }
+  if (p.posture == "container" && geteuid() != 0) {
+    GTEST_SKIP() << "the container posture is set up with unshare and setpriv, which needs root";
+  }
+  if (p.posture == "container" && access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  }
+  ServerProcess s({}, {}, Wrapper(p.posture));
+  s.Initialize();
+  for (int run = 0; run < c.runs; ++run) {
+    json args = {{"code", c.code}, {"timeout_s", c.timeout_s}};
+    if (!c.stdin_data.empty()) args["stdin"] = c.stdin_data;
+    json r = s.Call(args, (c.timeout_s + 30) * 1000);
+    ASSERT_FALSE(r.value("isError", false)) << r.dump();
+    json out = r["structuredContent"];
+    std::string report = "run " + std::to_string(run + 1) + " of " + c.name + ": " + out.dump();
+    const std::string stdout_text = out["stdout"];
+    EXPECT_EQ(stdout_text.find("ESCAPED"), std::string::npos) << report;
+    if (c.expect == "pass") {
+      EXPECT_EQ(out["exit_code"], 0) << report;
+      EXPECT_NE(("\n" + stdout_text).find("\nPASS"), std::string::npos) << report;
+    } else if (c.expect.rfind("killed ", 0) == 0) {
+      EXPECT_EQ(out["exit_code"], -1) << report;
+      static const std::map<std::string, int> kSignals = {
+          {"SIGSYS", 31}, {"SIGKILL", 9}, {"SIGSEGV", 11}, {"SIGABRT", 6}, {"SIGXCPU", 24}};
+      auto sig = kSignals.find(c.expect.substr(7));
+      ASSERT_NE(sig, kSignals.end()) << "unknown signal in " << c.file << ": " << c.expect;
+      EXPECT_EQ(out.value("signal", 0), sig->second) << report;
+    } else if (c.expect.rfind("reason ", 0) == 0) {
+      EXPECT_EQ(out.value("reason", ""), c.expect.substr(7)) << report;
+    } else if (c.expect == "timed_out") {
+      EXPECT_TRUE(out["timed_out"]) << report;
+      EXPECT_EQ(out["exit_code"], -1) << report;
+    } else {
+      FAIL() << "unknown expectation in " << c.file << ": " << c.expect;
+    }
+  }
+  EXPECT_TRUE(WaitUntil([&] { return OnlyIdleSpares(s); }, 10000))
+      << "a process started by " << c.name << " outlived its run";
+  // The server and the sandbox still work.
+  EXPECT_EQ(s.Exec("print('still here')")["stdout"], "still here\n");
+}
+
+std::string Name(const ::testing::TestParamInfo<Param>& info) {
+  std::string n = info.param.posture + "_" + info.param.file.substr(0, info.param.file.size() - 3);
+  for (char& ch : n) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, EscapeTest, ::testing::ValuesIn(Params()), Name);
+
+}  // namespace
+}  // namespace mcpexec::testing
