@@ -172,6 +172,20 @@ function printTable(rows, ratios) {
   for (const l of lines) console.log(format(l));
 }
 
+// Lockdown timings from the server's JSON log lines (event "run").
+function lockdownStats(log) {
+  const us = log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((m) => m.event === 'run' && m.lockdown_us >= 0)
+    .map((m) => m.lockdown_us / 1000)
+    .sort((a, b) => a - b);
+  if (us.length === 0) throw new Error('the server logged no lockdown timings');
+  const pick = (q) => us[Math.min(us.length - 1, Math.ceil(q * us.length) - 1)];
+  return { n: us.length, p50_ms: pick(0.5), p99_ms: pick(0.99) };
+}
+
 async function main() {
   const { nMcp, nRef, warmup } = settings();
   const rows = [];
@@ -189,6 +203,7 @@ async function main() {
   } finally {
     await client.close();
   }
+  const lockdown = lockdownStats(serverLog());
 
   for (const snippet of SNIPPETS) {
     const samples = await measure(() => callReference(snippet), warmup, nRef);
@@ -206,6 +221,17 @@ async function main() {
   console.log();
   printTable(rows, ratios);
   console.log();
+  // The sandbox's cost per run: the runner times its own lockdown (mount and
+  // ipc namespaces, tmpfs, rlimits, credentials, no_new_privs, Landlock,
+  // seccomp) and the server logs it. Namespaces made once in the zygote cost
+  // nothing per run.
+  const printP50 = p50('print', 'mcp-exec');
+  console.log(
+    `lockdown per run: p50 ${lockdown.p50_ms.toFixed(3)} ms, p99 ${lockdown.p99_ms.toFixed(3)} ms over ${lockdown.n} runs ` +
+      `(${((lockdown.p50_ms / printP50) * 100).toFixed(1)}% of a print(1) call; without it print(1) would take ` +
+      `${(printP50 - lockdown.p50_ms).toFixed(2)} ms)`,
+  );
+  console.log();
   const summary = {
     server: { name: server?.name, version: server?.version, bin: serverBin },
     reference: REFERENCE_PYTHON,
@@ -213,6 +239,7 @@ async function main() {
     n: { 'mcp-exec': nMcp, reference: nRef },
     rows,
     ratio_ref_p50_over_mcp_p50: ratios,
+    lockdown,
   };
   console.log(`BENCH_JSON ${JSON.stringify(summary)}`);
 }

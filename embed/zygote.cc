@@ -146,9 +146,11 @@ void RunnerPrepare(const Zygote& z) {
   if (getppid() != z.self) _exit(127);
 }
 
+int32_t g_lockdown_us = 0;  // this runner's lockdown time, reported with its status
+
 [[noreturn]] void Report(int32_t status, int32_t reason) {
   fflush(nullptr);
-  int32_t report[2] = {status, reason};
+  int32_t report[3] = {status, reason, g_lockdown_us};
   (void)!write(sandbox::fds::kStatusFd, report, sizeof report);
   close(1);
   close(2);
@@ -161,7 +163,12 @@ void RunnerPrepare(const Zygote& z) {
   std::string code = ReadAll(fds[wire::kCode]);
   if (!sandbox::fds::ApplyInRunner(fds)) _exit(126);
   std::string error, cwd;
-  if (!sandbox::Lockdown(z.sandbox, params.workdir, params.timeout_s, &cwd, &error)) {
+  timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  bool locked = sandbox::Lockdown(z.sandbox, params.workdir, params.timeout_s, &cwd, &error);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  g_lockdown_us = static_cast<int32_t>((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+  if (!locked) {
     // Never run code half locked down. The supervisor turns this into a
     // tool error with the message.
     dprintf(2, "mcp-exec: sandbox lockdown failed: %s\n", error.c_str());

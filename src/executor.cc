@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -88,7 +89,8 @@ Executor::Executor(const Config& config, ZygoteClient& zygote, Scheduler& schedu
 
 Executor::~Executor() { Shutdown(); }
 
-bool Executor::Init(std::string* error) {
+bool Executor::Init(bool shared_dev_shm, std::string* error) {
+  shared_dev_shm_ = shared_dev_shm;
   if (!EnsureDir(config_.workdir_root, 0755)) {
     *error = "MCP_EXEC_WORKDIR_ROOT " + config_.workdir_root + " is not a usable directory: " +
              strerror(errno);
@@ -128,6 +130,7 @@ void Executor::CleanerLoop() {
     if (!RemoveTree(c.workdir)) {
       log::Error("workdir_not_removed", {{"run_id", c.run_id}, {"errno", strerror(errno)}});
     }
+    if (shared_dev_shm_) PurgeDevShm();
     {
       std::lock_guard<std::mutex> slot_lock(c.slot->mu);  // Notify() writes under it
       if (c.slot->wake_fd >= 0) close(c.slot->wake_fd);
@@ -135,6 +138,35 @@ void Executor::CleanerLoop() {
     }
     lock.lock();
   }
+}
+
+// Without a mount namespace, /dev/shm is the one place runs share that
+// Landlock lets them write (multiprocessing's semaphores live there). Remove
+// what the sandbox uid left, except entries younger than a run still going.
+void Executor::PurgeDevShm() {
+  int64_t oldest_active;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    oldest_active = active_starts_.empty() ? INT64_MAX : *active_starts_.begin();
+  }
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  int dfd = dirfd(d);
+  uid_t uid = geteuid() == 0 ? kSandboxUid : geteuid();
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != uid) continue;
+    int64_t ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+    if (ctime_ns >= oldest_active) continue;
+    if (S_ISDIR(st.st_mode)) {
+      RemoveTree("/dev/shm/" + name);
+    } else {
+      unlinkat(dfd, name.c_str(), 0);
+    }
+  }
+  closedir(d);
 }
 
 void Executor::Shutdown() {
@@ -164,6 +196,11 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
     return "internal error: " + what;
   };
 
+  // Runs of the server's own uid (container posture) could change its
+  // folder's mode (Landlock does not cover chmod): set it again every time.
+  chmod(base_dir_.c_str(), 0711);
+  // A run starts with nothing of the finished ones in a shared /dev/shm.
+  if (shared_dev_shm_) PurgeDevShm();
   std::string workdir = MakePrivateDir(base_dir_, "run-");
   if (workdir.empty()) return fail_early(std::string("mkdtemp: ") + strerror(errno));
   // Started as root, runs are the sandbox uid: where no tmpfs is mounted over
@@ -189,8 +226,19 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   int child_fds[wire::kRunFdCount] = {in_r.fd, out_w.fd, err_w.fd, st_w.fd, code_fd.fd};
 
   auto started_at = Clock::now();
+  const int64_t started_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_starts_.insert(started_realtime_ns);
+  }
   std::string launch_error;
+  auto run_over = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_starts_.erase(active_starts_.find(started_realtime_ns));
+  };
   if (!zygote_.Launch(run_id, params, child_fds, slot, &launch_error)) {
+    run_over();
     RemoveTree(workdir);
     close(slot->wake_fd);
     scheduler_.Release();
@@ -204,7 +252,7 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   bool killed = false, cancelled = false, lost = false;
   std::string lost_reason;
   bool reported = false;
-  int32_t report[2] = {0, wire::kReasonNone};  // exit status, reason
+  int32_t report[3] = {0, wire::kReasonNone, 0};  // exit status, reason, lockdown µs
   std::string status_buf;
   size_t stdin_off = 0;
   int64_t budget = config_.max_output_bytes;
@@ -298,6 +346,7 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   }
   in_w.Reset();
   result.duration_ms = Millis(Clock::now() - started_at);
+  run_over();
 
   if (!lost && !reported) {
     // No report: the runner died by a signal (or was killed). Its wait status
@@ -358,7 +407,8 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
                     {"signal", result.signal},
                     {"reason", lost ? "lost" : result.reason},
                     {"code_bytes", req.code.size()},
-                    {"stdin_bytes", req.stdin_data.size()}});
+                    {"stdin_bytes", req.stdin_data.size()},
+                    {"lockdown_us", reported ? report[2] : -1}});
   if (lost) {
     zygote_.Kill(run_id);
     return lost_reason;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -31,7 +32,9 @@ class Executor {
   ~Executor();
 
   // Creates the base folder for the runs' working directories.
-  bool Init(std::string* error);
+  // shared_dev_shm: runs share the host's /dev/shm (no mount namespace), so
+  // what they leave there is purged between runs.
+  bool Init(bool shared_dev_shm, std::string* error);
 
   // Admission must have succeeded (Scheduler::Admit) before. Blocks until the
   // run is over. Returns the result, or a tool-error message.
@@ -52,11 +55,15 @@ class Executor {
     std::string workdir;
   };
   void CleanerLoop();
+  void PurgeDevShm();
 
   const Config& config_;
   ZygoteClient& zygote_;
   Scheduler& scheduler_;
   std::string base_dir_;
+  bool shared_dev_shm_ = false;
+  // Start times of the runs that are executing, for the /dev/shm purge.
+  std::multiset<int64_t> active_starts_;
   std::atomic<uint64_t> next_run_id_{1};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -14,6 +14,7 @@
 #include "exec_service.h"
 #include "executor.h"
 #include "log.h"
+#include "sandbox/layers.h"
 #include "scheduler.h"
 #include "stdio_transport.h"
 #include "version.h"
@@ -67,7 +68,11 @@ int main(int argc, char** argv) {
   }
   Scheduler scheduler(config.max_concurrent, config.max_queue);
   Executor executor(config, zygote, scheduler);
-  if (!executor.Init(&error)) {
+  bool private_mounts = false;
+  for (const auto& l : sandbox::LayersFromJson(zygote.report().sandbox.value("layers", nlohmann::json::array()))) {
+    if (l.name == "mount_namespace") private_mounts = l.active;
+  }
+  if (!executor.Init(!private_mounts, &error)) {
     fprintf(stderr, "mcp-exec: %s\n", error.c_str());
     zygote.Shutdown();
     return 1;

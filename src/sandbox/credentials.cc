@@ -29,10 +29,14 @@ bool ApplyInRunner(const RunLimits& l, pid_t zygote_pid, std::string* error) {
   // The bounding set first: dropping needs CAP_SETPCAP, which setresuid
   // below takes away.
   for (int cap = 0; cap <= LastCap(); ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-      *error = Err("prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
-      return false;
-    }
+    if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1) continue;  // not in the set
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    // Without CAP_SETPCAP (a server started with no capabilities) the set
+    // cannot shrink; it only matters for exec of file-capability binaries,
+    // which no_new_privs below neutralises.
+    if (errno == EPERM) continue;
+    *error = Err("prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
+    return false;
   }
   if (geteuid() == 0) {
     if (setgroups(0, nullptr) != 0) return *error = Err("setgroups(0, NULL)"), false;
