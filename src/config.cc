@@ -57,7 +57,7 @@ std::string ParseAddr(const std::string& v) {
 const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
       {"MCP_EXEC_TRANSPORT", "--transport", "stdio", "",
-       "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE)",
+       "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE; GET any path)",
        [](Config& c, const std::string& v) -> std::string {
          if (v == "stdio") c.transport = Transport::kStdio;
          else if (v == "http") c.transport = Transport::kHttp;
@@ -120,6 +120,22 @@ const std::vector<Option>& Options() {
        IntField(&Config::max_processes, 8, 1000000)},
       {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", "1024", "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
+      {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
+       "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
+       [](Config& c, const std::string& v) -> std::string {
+         c.allowed_origins = v;
+         return "";
+       }},
+      {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", "256", "sessions",
+       "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
+      {"MCP_EXEC_MAX_STREAMS", "--max-streams", "128", "streams",
+       "open server-sent event streams (each holds a connection)",
+       IntField(&Config::max_streams, 1, 10000)},
+      {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", "1800", "s",
+       "an http/sse session unused this long is closed", IntField(&Config::session_idle_s, 1, 86400 * 7)},
+      {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", "20", "s",
+       "on SIGTERM, how long running calls may finish before they are killed",
+       IntField(&Config::shutdown_grace_s, 0, 3600)},
       {"MCP_EXEC_LOG_LEVEL", "--log-level", "info", "", "debug, info, warn or error",
        [](Config& c, const std::string& v) -> std::string {
          if (v != "debug" && v != "info" && v != "warn" && v != "error") {

@@ -33,6 +33,12 @@ struct Config {
   int64_t disk_limit_mb = 256;
   int64_t max_processes = 256;
   int64_t max_open_files = 1024;
+  // HTTP and SSE transports.
+  std::string allowed_origins;  // comma-separated; empty: loopback origins when bound to loopback
+  int64_t max_sessions = 256;
+  int64_t max_streams = 128;
+  int64_t session_idle_s = 1800;
+  int64_t shutdown_grace_s = 20;
   std::string log_level = "info";
 };
 

@@ -7,12 +7,26 @@ namespace mcpexec {
 using json = nlohmann::json;
 
 ExecService::ExecService(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
-                         Executor& executor, std::string sandbox_summary)
+                         Executor& executor, Metrics& metrics, std::string sandbox_summary)
     : config_(config),
       zygote_(zygote),
       scheduler_(scheduler),
       executor_(executor),
+      metrics_(metrics),
       sandbox_summary_(std::move(sandbox_summary)) {}
+
+bool ExecService::Ready() const {
+  return zygote_.WaitReady(0) && SandboxRefusal(zygote_.report()).empty() &&
+         scheduler_.running() + scheduler_.queued() < scheduler_.max_running() + scheduler_.max_queued();
+}
+
+Metrics::Gauges ExecService::Gauges() const {
+  Metrics::Gauges g;
+  g.in_flight = scheduler_.running();
+  g.queued = scheduler_.waiting();
+  g.zygote_restarts = zygote_.restarts();
+  return g;
+}
 
 json ExecService::ToolDescriptor() const {
   return {
@@ -31,6 +45,7 @@ json ExecService::ToolDescriptor() const {
 
 bool ExecService::Admit(std::string* why) {
   if (scheduler_.Admit()) return true;
+  metrics_.RecordRefused();
   *why = "the server is at capacity: " + std::to_string(scheduler_.max_running()) +
          " runs executing and " + std::to_string(scheduler_.max_queued()) +
          " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly";

@@ -84,8 +84,9 @@ int64_t Millis(Clock::duration d) {
 
 }  // namespace
 
-Executor::Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler)
-    : config_(config), zygote_(zygote), scheduler_(scheduler) {}
+Executor::Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
+                   Metrics* metrics)
+    : config_(config), zygote_(zygote), scheduler_(scheduler), metrics_(metrics) {}
 
 Executor::~Executor() { Shutdown(); }
 
@@ -409,6 +410,15 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
                     {"code_bytes", req.code.size()},
                     {"stdin_bytes", req.stdin_data.size()},
                     {"lockdown_us", reported ? report[2] : -1}});
+  if (metrics_) {
+    std::string outcome = lost                              ? "lost"
+                          : result.timed_out                ? "timeout"
+                          : !result.reason.empty() && result.reason != "signal" ? result.reason
+                          : result.signal                   ? "signal"
+                          : result.exit_code != 0           ? "error"
+                                                            : "ok";
+    metrics_->RecordRun(outcome, result.duration_ms / 1000.0, result.queue_ms / 1000.0);
+  }
   if (lost) {
     zygote_.Kill(run_id);
     return lost_reason;

@@ -21,6 +21,7 @@
 #include "cancel.h"
 #include "config.h"
 #include "exec_tool.h"
+#include "metrics.h"
 #include "scheduler.h"
 #include "zygote_client.h"
 
@@ -28,7 +29,7 @@ namespace mcpexec {
 
 class Executor {
  public:
-  Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler);
+  Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Metrics* metrics);
   ~Executor();
 
   // Creates the base folder for the runs' working directories.
@@ -60,6 +61,7 @@ class Executor {
   const Config& config_;
   ZygoteClient& zygote_;
   Scheduler& scheduler_;
+  Metrics* metrics_;
   std::string base_dir_;
   bool shared_dev_shm_ = false;
   // Start times of the runs that are executing, for the /dev/shm purge.

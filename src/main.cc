@@ -12,6 +12,8 @@
 #include "config.h"
 #include "doctor.h"
 #include "exec_service.h"
+#include "http_transport.h"
+#include "metrics.h"
 #include "executor.h"
 #include "log.h"
 #include "sandbox/layers.h"
@@ -43,11 +45,6 @@ int main(int argc, char** argv) {
   // memory, environment or fds through /proc.
   prctl(PR_SET_DUMPABLE, 0);
   if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
-  if (config.transport != Transport::kStdio) {
-    fprintf(stderr, "mcp-exec: MCP_EXEC_TRANSPORT=%s is not available in this build yet (use stdio)\n",
-            TransportName(config.transport).c_str());
-    return 1;
-  }
 
   // Termination signals are read from a signalfd by the transport; block them
   // before any thread exists so that every thread inherits the mask.
@@ -67,7 +64,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   Scheduler scheduler(config.max_concurrent, config.max_queue);
-  Executor executor(config, zygote, scheduler);
+  Metrics metrics;
+  Executor executor(config, zygote, scheduler, &metrics);
   bool private_mounts = false;
   for (const auto& l : sandbox::LayersFromJson(zygote.report().sandbox.value("layers", nlohmann::json::array()))) {
     if (l.name == "mount_namespace") private_mounts = l.active;
@@ -83,7 +81,7 @@ int main(int argc, char** argv) {
              {{"namespaces", runtime.sandbox.value("namespaces", "")},
               {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
               {"refusal", refusal}});
-  ExecService service(config, zygote, scheduler, executor, SandboxSummary(runtime));
+  ExecService service(config, zygote, scheduler, executor, metrics, SandboxSummary(runtime));
   if (config.python != "python3") {
     log::Warn("config_ignored", {{"variable", "MCP_EXEC_PYTHON"},
                                  {"why", "the interpreter is embedded; runs use Python " +
@@ -98,7 +96,9 @@ int main(int argc, char** argv) {
                       {"max_output_bytes", config.max_output_bytes},
                       {"max_stdin_bytes", config.max_stdin_bytes},
                       {"auth", !config.auth_token.empty()}});
-  int rc = ServeStdio(service, STDIN_FILENO, STDOUT_FILENO, signal_fd);
+  int rc = config.transport == Transport::kStdio
+               ? ServeStdio(service, STDIN_FILENO, STDOUT_FILENO, signal_fd)
+               : ServeHttp(service, config, signal_fd);
   executor.Shutdown();
   zygote.Shutdown();
   log::Info("stopped", {{"exit_status", rc}});

@@ -1,0 +1,41 @@
+// Counters for /metrics, in the Prometheus text format. Runs are recorded by
+// the executor; gauges are read when scraped.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace mcpexec {
+
+class Metrics {
+ public:
+  // outcome: ok, error (non-zero exit), timeout, signal, cancelled, memory,
+  // seccomp, lost (the sandbox died), refused (at capacity, or no sandbox).
+  void RecordRun(const std::string& outcome, double duration_s, double queue_s);
+  void RecordRefused();
+
+  struct Gauges {
+    int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
+  };
+  std::string Render(const Gauges& g) const;
+
+ private:
+  static constexpr std::array<double, 12> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
+                                                      0.5,   1,    2.5,   5,    10,   30};
+  struct Histogram {
+    std::array<uint64_t, kBuckets.size()> counts{};
+    uint64_t count = 0;
+    double sum = 0;
+    void Observe(double v);
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> runs_;
+  Histogram duration_, queue_;
+};
+
+}  // namespace mcpexec
