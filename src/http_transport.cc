@@ -382,7 +382,8 @@ void HttpServer::OpenEventStream(httplib::Response& res, std::shared_ptr<HttpSes
 bool HttpServer::Admissible(const httplib::Request& req, httplib::Response& res) {
   if (!config_.auth_token.empty() &&
       !http_policy::TokenMatches(req.get_header_value("X-MCP-AUTH"), config_.auth_token)) {
-    PlainError(res, 401, "unauthorized");
+    res.status = 401;
+    res.set_content("unauthorized", "text/plain");  // the contract's exact body
     return false;
   }
   if (!http_policy::HostAllowed(req.get_header_value("Host"), listen_.loopback)) {

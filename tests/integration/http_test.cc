@@ -1,0 +1,330 @@
+// The HTTP and SSE transports at the HTTP level: auth, DNS-rebinding
+// protection, limits, sessions, protocol versions, streams, disconnects and
+// shutdown. The official SDK client covers the same transports end to end
+// (tests/client/parity.test.mjs).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+const httplib::Headers kMcpHeaders = {{"Accept", "application/json, text/event-stream"}};
+const char* kInit =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}})";
+
+class HttpTest : public ::testing::Test {
+ protected:
+  void Start(Env env = {}, const std::string& transport = "http") {
+    port_ = FreePort();
+    env["MCP_EXEC_TRANSPORT"] = transport;
+    env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
+    token_ = env.count("MCP_EXEC_AUTH_TOKEN") ? env["MCP_EXEC_AUTH_TOKEN"] : "";
+    server_ = std::make_unique<ServerProcess>(env);
+    ASSERT_TRUE(WaitUntil([&] { return Client().Get("/readyz") ? true : false; }, 60000))
+        << server_->Stderr();
+    ASSERT_TRUE(WaitUntil([&] {
+      auto r = Client().Get("/readyz");
+      return r && r->status == 200;
+    }, 60000));
+  }
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60);
+    if (!token_.empty()) c.set_default_headers({{"X-MCP-AUTH", token_}});
+    return c;
+  }
+  httplib::Headers With(httplib::Headers h) {
+    if (!token_.empty()) h.emplace("X-MCP-AUTH", token_);
+    return h;
+  }
+  // initialize; returns the session id.
+  std::string Initialize() {
+    auto r = Client().Post("/mcp", With(kMcpHeaders), kInit, "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return "";
+    EXPECT_EQ(r->status, 200) << r->body;
+    std::string sid = r->get_header_value("Mcp-Session-Id");
+    EXPECT_FALSE(sid.empty());
+    auto n = Client().Post("/mcp", With(Session(sid)), R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                           "application/json");
+    EXPECT_EQ(n ? n->status : 0, 202);
+    return sid;
+  }
+  httplib::Headers Session(const std::string& sid) {
+    httplib::Headers h = kMcpHeaders;
+    h.emplace("Mcp-Session-Id", sid);
+    return h;
+  }
+  // The JSON-RPC message in a JSON or event-stream answer.
+  static json Message(const std::string& body) {
+    auto data = body.find("data: ");
+    if (data == std::string::npos) return json::parse(body);
+    return json::parse(body.substr(data + 6, body.find('\n', data) - data - 6));
+  }
+  json Call(const std::string& sid, const std::string& code, int id = 7) {
+    json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                {"params", {{"name", "exec"}, {"arguments", {{"code", code}}}}}};
+    auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+    if (!r || r->status != 200) return json();
+    return Message(r->body);
+  }
+
+  void TearDown() override {
+    // An HTTP server ends on SIGTERM, not on stdin EOF.
+    if (server_) {
+      kill(server_->pid(), SIGTERM);
+      EXPECT_EQ(server_->Wait(30000), 0);
+    }
+  }
+
+  int port_ = 0;
+  std::string token_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
+  Start({{"MCP_EXEC_AUTH_TOKEN", "s3cret-token"}});
+  httplib::Client bare("127.0.0.1", port_);
+  for (const char* path : {"/mcp", "/no/such/path", "/metrics"}) {
+    auto r = bare.Post(path, kMcpHeaders, kInit, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << path;
+    EXPECT_EQ(r->body, "unauthorized") << path;
+  }
+  auto wrong = bare.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret-tokem"}},
+                         kInit, "application/json");
+  EXPECT_EQ(wrong->status, 401);
+  auto prefix = bare.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret"}},
+                          kInit, "application/json");
+  EXPECT_EQ(prefix->status, 401);
+  EXPECT_EQ(bare.Get("/healthz")->status, 200);
+  EXPECT_EQ(bare.Get("/readyz")->status, 200);
+  std::string sid = Initialize();
+  EXPECT_EQ(Call(sid, "print(6 * 7)")["result"]["structuredContent"]["stdout"], "42\n");
+  // The token is never visible to the code.
+  EXPECT_EQ(Call(sid, "import os; print(sorted(os.environ))")["result"]["structuredContent"]["stdout"]
+                .get<std::string>()
+                .find("AUTH"),
+            std::string::npos);
+}
+
+TEST_F(HttpTest, ForeignHostOrOriginIsForbidden) {
+  Start();
+  auto c = Client();
+  auto r = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Host", "evil.example"}}, kInit,
+                  "application/json");
+  EXPECT_EQ(r->status, 403);
+  r = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", "http://evil.example"}}, kInit,
+             "application/json");
+  EXPECT_EQ(r->status, 403);
+  r = c.Post("/mcp",
+             {{"Accept", "application/json, text/event-stream"},
+              {"Origin", "http://localhost:" + std::to_string(port_)}},
+             kInit, "application/json");
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpTest, AllowedOriginsAreConfigurable) {
+  Start({{"MCP_EXEC_ALLOWED_ORIGINS", "https://app.example, https://other.example"}});
+  auto c = Client();
+  auto with_origin = [&](const std::string& o) {
+    return c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", o}}, kInit,
+                  "application/json")
+        ->status;
+  };
+  EXPECT_EQ(with_origin("https://app.example"), 200);
+  EXPECT_EQ(with_origin("https://other.example"), 200);
+  EXPECT_EQ(with_origin("http://localhost:" + std::to_string(port_)), 403);
+}
+
+TEST_F(HttpTest, RequestShapeErrors) {
+  Start({{"MCP_EXEC_MAX_REQUEST_BYTES", "4096"}});
+  auto c = Client();
+  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, std::string(10000, ' ') + kInit, "application/json")->status, 413);
+  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, kInit, "text/plain")->status, 415);
+  EXPECT_EQ(c.Post("/mcp", {{"Accept", "application/json"}}, kInit, "application/json")->status, 406);
+  auto bad = c.Post("/mcp", kMcpHeaders, "{nope", "application/json");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["code"], -32700);
+  EXPECT_EQ(c.Put("/mcp", kInit, "application/json")->status, 405);
+  EXPECT_EQ(c.Get("/elsewhere")->status, 404);
+}
+
+TEST_F(HttpTest, SessionsAreRequiredAndEnd) {
+  Start();
+  auto c = Client();
+  json ping = {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}};
+  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, ping.dump(), "application/json")->status, 400) << "no session id";
+  EXPECT_EQ(c.Post("/mcp", Session("0123456789abcdef0123456789abcdef"), ping.dump(), "application/json")->status,
+            404);
+  std::string sid = Initialize();
+  auto r = c.Post("/mcp", Session(sid), ping.dump(), "application/json");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Message(r->body)["result"], json::object());
+  EXPECT_EQ(c.Delete("/mcp", Session(sid))->status, 200);
+  EXPECT_EQ(c.Post("/mcp", Session(sid), ping.dump(), "application/json")->status, 404);
+  EXPECT_EQ(c.Delete("/mcp", Session(sid))->status, 404);
+}
+
+TEST_F(HttpTest, IdleSessionsExpire) {
+  Start({{"MCP_EXEC_SESSION_IDLE_S", "1"}});
+  std::string sid = Initialize();
+  json ping = {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}};
+  EXPECT_EQ(Client().Post("/mcp", Session(sid), ping.dump(), "application/json")->status, 200);
+  sleep(4);  // any request would count as use: ask only once it should be gone
+  EXPECT_EQ(Client().Post("/mcp", Session(sid), ping.dump(), "application/json")->status, 404);
+}
+
+TEST_F(HttpTest, ProtocolVersionHeaderIsChecked) {
+  Start();
+  std::string sid = Initialize();
+  json ping = {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}};
+  auto h = Session(sid);
+  h.emplace("MCP-Protocol-Version", "1999-01-01");
+  EXPECT_EQ(Client().Post("/mcp", h, ping.dump(), "application/json")->status, 400);
+  for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26"}) {
+    auto ok = Session(sid);
+    ok.emplace("MCP-Protocol-Version", v);
+    EXPECT_EQ(Client().Post("/mcp", ok, ping.dump(), "application/json")->status, 200) << v;
+  }
+}
+
+TEST_F(HttpTest, GetOpensAnEventStream) {
+  Start();
+  std::string sid = Initialize();
+  std::string got;
+  auto h = Session(sid);
+  auto r = Client().Get("/mcp", h, [&](const char* data, size_t n) {
+    got.append(data, n);
+    return false;  // one chunk is enough
+  });
+  EXPECT_NE(got.find(": stream open"), std::string::npos) << got;
+}
+
+TEST_F(HttpTest, LegacySseEndpointAndMessages) {
+  Start({}, "sse");
+  for (const char* path : {"/sse", "/"}) {
+    std::string stream;
+    std::mutex mu;
+    std::atomic<bool> stop{false};
+    std::thread reader([&] {
+      auto c = Client();
+      c.set_read_timeout(3);  // the stream is quiet once the test is done: stop then
+      c.Get(path, {{"Accept", "text/event-stream"}}, [&](const char* d, size_t n) {
+        std::lock_guard<std::mutex> lock(mu);
+        stream.append(d, n);
+        return !stop.load();
+      });
+    });
+    auto text = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return stream;
+    };
+    ASSERT_TRUE(WaitUntil([&] { return text().find("event: endpoint") != std::string::npos; }, 10000));
+    std::string s = text();
+    EXPECT_EQ(s.rfind("event: endpoint\ndata: /message?sessionId=", 0), 0u) << s;
+    std::string endpoint = s.substr(s.find("data: ") + 6);
+    endpoint = endpoint.substr(0, endpoint.find('\n'));
+    auto post = [&](const json& m) { return Client().Post(endpoint, m.dump(), "application/json"); };
+    EXPECT_EQ(post(json::parse(kInit))->status, 202);
+    EXPECT_EQ(post({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}})->status, 202);
+    EXPECT_EQ(post({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                    {"params", {{"name", "exec"}, {"arguments", {{"code", "print('via sse')"}}}}}})
+                  ->status,
+              202);
+    EXPECT_TRUE(WaitUntil([&] { return text().find("via sse") != std::string::npos; }, 30000)) << text();
+    EXPECT_NE(text().find("event: message\ndata: {"), std::string::npos);
+    EXPECT_EQ(Client().Post("/message?sessionId=nope", "{}", "application/json")->status, 404);
+    stop = true;
+    reader.join();
+  }
+}
+
+// A client that leaves in the middle of a call ends its run.
+TEST_F(HttpTest, DisconnectEndsTheRun) {
+  Start();
+  std::string sid = Initialize();
+  std::string marker = "4600." + Marker("");
+  json req = {{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/call"},
+              {"params", {{"name", "exec"},
+                          {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                                         {"timeout_s", 120}}}}}};
+  // A raw connection: send the call, wait until the run is going, hang up.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  std::string body = req.dump();
+  std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " + sid +
+                     "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, http.data(), http.size()), static_cast<ssize_t>(http.size()));
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
+  close(fd);
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000))
+      << "the run outlived its client";
+}
+
+TEST_F(HttpTest, SigtermLetsRunningCallsFinish) {
+  Start({{"MCP_EXEC_SHUTDOWN_GRACE_S", "10"}});
+  std::string sid = Initialize();
+  json answer;
+  std::thread caller([&] { answer = Call(sid, "import time; time.sleep(2); print('finished')"); });
+  usleep(500000);
+  kill(server_->pid(), SIGTERM);
+  EXPECT_EQ(Client().Get("/readyz")->status, 503) << "draining";
+  caller.join();
+  EXPECT_EQ(answer["result"]["structuredContent"]["stdout"], "finished\n");
+  EXPECT_EQ(server_->Wait(20000), 0);
+}
+
+TEST_F(HttpTest, SigtermEndsCallsPastTheGracePeriod) {
+  Start({{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}});
+  std::string sid = Initialize();
+  std::string marker = "4700." + Marker("");
+  std::thread caller([&] { Call(sid, "import subprocess; subprocess.run(['sleep', '" + marker + "'])"); });
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
+  kill(server_->pid(), SIGTERM);
+  EXPECT_EQ(server_->Wait(15000), 0);
+  caller.join();
+  EXPECT_TRUE(PidsWithCmdlineContaining(marker).empty());
+}
+
+TEST_F(HttpTest, MetricsAndHealth) {
+  Start();
+  std::string sid = Initialize();
+  Call(sid, "print(1)");
+  Call(sid, "import sys; sys.exit(2)", 8);
+  auto m = Client().Get("/metrics");
+  ASSERT_EQ(m->status, 200);
+  for (const char* s : {"mcp_exec_runs_total{outcome=\"ok\"} 1", "mcp_exec_runs_total{outcome=\"error\"} 1",
+                        "mcp_exec_run_duration_seconds_count 2", "mcp_exec_queue_wait_seconds_bucket",
+                        "mcp_exec_runs_in_flight 0", "mcp_exec_sessions 1", "mcp_exec_zygote_restarts_total 0"}) {
+    EXPECT_NE(m->body.find(s), std::string::npos) << s << "\n" << m->body;
+  }
+  EXPECT_EQ(Client().Get("/healthz")->body, "ok\n");
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
