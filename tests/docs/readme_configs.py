@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Every client configuration in README.md works as written.
+
+- Every ```json block parses.
+- Every server entry that runs the native binary (/usr/local/bin/mcp-exec)
+  is started, with its args and env, against the built binary, and answers a
+  real exec over stdio.
+- Every Docker entry carries the reference's container flags and the image.
+- Every HTTP entry is served by the built binary (token change-me) and its
+  URL and headers open a session.
+- Every `claude mcp add` line is checked the same way.
+- .ci/run runs the README's test command.
+Prints 'N passed, N failed'; exit status 1 on any failure.
+Usage: readme_configs.py README.md BUILT_BINARY
+"""
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+README, BINARY = sys.argv[1], sys.argv[2]
+ROOT = os.path.dirname(os.path.abspath(README))
+NATIVE = "/usr/local/bin/mcp-exec"
+DOCKER_FLAGS = ["--network", "none", "--read-only", "--cap-drop", "ALL", "--security-opt",
+                "no-new-privileges", "--user", "65532:65532"]
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+        print("PASS", what)
+    else:
+        failed += 1
+        print("FAIL", what)
+
+
+def exec_over_stdio(command, args, env):
+    """Starts the command as a client would and runs print(6 * 7)."""
+    proc = subprocess.Popen([command] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True,
+                            env={"PATH": "/usr/bin:/bin", **env})
+
+    def send(msg):
+        proc.stdin.write(json.dumps(msg) + "\n")
+        proc.stdin.flush()
+
+    def answer(i):
+        for line in proc.stdout:
+            msg = json.loads(line)
+            if msg.get("id") == i:
+                return msg
+        return {}
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "readme", "version": "1"}}})
+        if answer(1).get("result", {}).get("serverInfo", {}).get("name") != "mcp-exec":
+            return False
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "exec", "arguments": {"code": "print(6 * 7)"}}})
+        result = answer(2).get("result", {})
+        return result.get("structuredContent", {}).get("stdout") == "42\n"
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_works(url, headers):
+    """Serves the built binary where the URL says and opens a session with the headers."""
+    token = headers.get("X-MCP-AUTH", "")
+    port = free_port()
+    url = re.sub(r"//127\.0\.0\.1:\d+/", f"//127.0.0.1:{port}/", url)
+    env = {"PATH": "/usr/bin:/bin", "MCP_EXEC_TRANSPORT": "http", "MCP_EXEC_ADDR": f"127.0.0.1:{port}"}
+    if token:
+        env["MCP_EXEC_AUTH_TOKEN"] = token
+    proc = subprocess.Popen([BINARY], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "readme", "version": "1"}}}).encode()
+        req = urllib.request.Request(url, data=body, method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            **headers})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status == 200 and bool(r.headers.get("Mcp-Session-Id"))
+    except Exception as e:
+        print("   ", e)
+        return False
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def docker_ok(args):
+    joined = " ".join(args)
+    return (args[:3] == ["run", "-i", "--rm"] and args[-1] == "mcp-exec"
+            and all(" ".join(DOCKER_FLAGS[i:i + 2]) in joined for i in range(0, len(DOCKER_FLAGS), 2)))
+
+
+def check_entry(name, entry):
+    command = entry.get("command")
+    if entry.get("type") == "http":
+        check(http_works(entry["url"], entry.get("headers", {})), f"{name}: http {entry['url']}")
+    elif command == NATIVE:
+        check(exec_over_stdio(BINARY, entry.get("args", []), entry.get("env", {})),
+              f"{name}: native binary answers an exec")
+    elif command == "docker":
+        check(docker_ok(entry.get("args", [])), f"{name}: docker flags and image")
+    else:
+        check(False, f"{name}: unknown command {command!r}")
+
+
+text = open(README, encoding="utf-8").read()
+blocks = re.findall(r"```json\n(.*?)```", text, re.S)
+check(len(blocks) >= 4, f"README has {len(blocks)} JSON blocks")
+for i, block in enumerate(blocks):
+    try:
+        config = json.loads(block)
+    except json.JSONDecodeError as e:
+        check(False, f"JSON block {i + 1} parses: {e}")
+        continue
+    check(True, f"JSON block {i + 1} parses")
+    for key in ("mcpServers", "servers"):
+        for name, entry in config.get(key, {}).items():
+            check_entry(f"block {i + 1} {name}", entry)
+
+for line in re.findall(r"^claude mcp add .*$", text, re.M):
+    words = shlex.split(line)
+    if "--" in words:
+        cmd = words[words.index("--") + 1:]
+        if cmd[0] == NATIVE:
+            check(exec_over_stdio(BINARY, cmd[1:], {}), f"claude mcp add (native): {line[:60]}")
+        else:
+            check(cmd[0] == "docker" and docker_ok(cmd[1:]), f"claude mcp add (docker): {line[:60]}")
+    else:
+        url = words[words.index("http") + 2] if "http" in words else ""
+        header = words[words.index("--header") + 1] if "--header" in words else ""
+        name, _, value = header.partition(": ")
+        check(http_works(url, {name: value} if header else {}), f"claude mcp add (http): {url}")
+
+commands = re.findall(r"^(scripts/\S+\.sh)\s", text, re.M)
+check(commands[:2] == ["scripts/setup.sh", "scripts/test.sh"], f"the two commands: {commands[:2]}")
+check("scripts/test.sh" in open(os.path.join(ROOT, ".ci", "run")).read(), ".ci/run runs scripts/test.sh")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
