@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,6 +64,14 @@ void PrepareEarly(Sandbox* sb) {
 void PrepareLate(Sandbox* sb) {
   if (sb->ns_flags & CLONE_NEWNS) {
     sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
+    return;
+  }
+  // No mount namespace of ours, but the host may have made / read-only
+  // (docker run --read-only): that holds just the same.
+  struct statvfs st;
+  if (statvfs("/", &st) == 0 && (st.f_flag & ST_RDONLY)) {
+    sb->readonly_root = true;
+    sb->readonly_by_host = true;
   } else {
     sb->readonly_error = "no mount namespace";
   }
@@ -72,9 +81,10 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   std::vector<LayerStatus> layers;
   namespaces::Report(sb.ns_flags, &layers);
   layers.push_back({"filesystem_readonly", sb.readonly_root, false,
-                    sb.readonly_root ? "every mount read-only but /proc and /dev; runs write only "
-                                       "in size-capped tmpfs"
-                                     : "mounts stay as the host has them: " + sb.readonly_error,
+                    sb.readonly_by_host ? "/ is read-only (the host's doing, e.g. docker --read-only)"
+                    : sb.readonly_root  ? "every mount read-only but /proc and /dev; runs write only "
+                                          "in size-capped tmpfs"
+                                        : "mounts stay as the host has them: " + sb.readonly_error,
                     sb.readonly_root ? "" : "needs a mount namespace (see mount_namespace)"});
   bool root = geteuid() == 0;
   layers.push_back({"credentials", true, false,

@@ -18,6 +18,7 @@ struct Sandbox {
   int ns_flags = 0;  // CLONE_NEW* the zygote was started with
   pid_t zygote_pid = 0;
   bool readonly_root = false;
+  bool readonly_by_host = false;  // no mount namespace, but / is read-only anyway
   std::string readonly_error;
   int landlock_abi = 0;
   bool seccomp_ok = false;
