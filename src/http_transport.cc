@@ -573,10 +573,18 @@ void HttpServer::Configure() {
   svr_.set_read_timeout(30);
   svr_.set_write_timeout(30);
   svr_.set_keep_alive_timeout(5);
+  svr_.set_keep_alive_max_count(1000);  // the default (5) reconnects a busy client every 5 calls
   svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // Health probes are exempt from auth: they reveal nothing and load
     // balancers rarely send headers. /metrics is not exempt.
     if (req.path == "/healthz" || req.path == "/readyz") return httplib::Server::HandlerResponse::Unhandled;
+    // A body without a length would be read until the client closes (or the
+    // read timeout): refuse it at once instead of holding a worker.
+    if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
+        !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").empty()) {
+      PlainError(res, 411, "Content-Length is required");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return Admissible(req, res) ? httplib::Server::HandlerResponse::Unhandled
                                 : httplib::Server::HandlerResponse::Handled;
   });

@@ -1,11 +1,17 @@
 // Connects the official MCP TypeScript SDK client to a spawned mcp-exec over
-// stdio. Shared by the SDK tests (sdk_stdio.test.mjs) and the benchmark
-// (bench/bench.mjs), so that both use the one SDK version pinned here.
+// stdio, and spawns mcp-exec as an HTTP server (streamable HTTP or legacy
+// HTTP+SSE) for the SDK's HTTP client transports. Shared by the SDK tests
+// (sdk_stdio, parity and load tests) and the benchmark (bench/bench.mjs), so
+// that all use the one SDK version pinned here.
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -28,15 +34,27 @@ function serverEnvironment() {
 // The server warms its Python runtime (1-2 s) before it answers initialize.
 const INITIALIZE_TIMEOUT_MS = 20_000;
 
+// Applies overrides to an environment: a string sets, undefined removes.
+function withOverrides(env, overrides) {
+  const out = { ...env };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === undefined) delete out[name];
+    else out[name] = String(value);
+  }
+  return out;
+}
+
 /**
  * Spawns the server and completes the MCP initialize handshake.
  * Returns the client, its transport, and serverLog(): everything the server
  * wrote to stderr so far (JSON lines), for assertions and failure reports.
+ * env: server settings on top of the forwarded MCP_EXEC_* variables (a value
+ * of undefined removes one).
  */
-export async function connectMcpExec({ clientName = 'mcp-exec-sdk-client' } = {}) {
+export async function connectMcpExec({ clientName = 'mcp-exec-sdk-client', env = {} } = {}) {
   const transport = new StdioClientTransport({
     command: serverBin,
-    env: serverEnvironment(),
+    env: withOverrides(serverEnvironment(), env),
     stderr: 'pipe',
   });
   // Drain stderr as it comes: an unread pipe would eventually block the server.
@@ -54,4 +72,155 @@ export async function connectMcpExec({ clientName = 'mcp-exec-sdk-client' } = {}
     throw err;
   }
   return { client, transport, serverLog: () => log };
+}
+
+// ---------------------------------------------------------------------------
+// mcp-exec as an HTTP server: MCP_EXEC_TRANSPORT=http (streamable HTTP at /mcp)
+// or sse (legacy HTTP+SSE: GET any path opens the stream, POST /message).
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (bind port 0, close). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// The server warms its Python runtime (1-2 s) before /readyz answers 200.
+const READY_TIMEOUT_MS = 30_000;
+// On SIGTERM running calls get MCP_EXEC_SHUTDOWN_GRACE_S (default 20 s).
+const STOP_TIMEOUT_MS = 30_000;
+
+async function httpStatus(url) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await res.body?.cancel();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
+
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Spawns mcp-exec with MCP_EXEC_TRANSPORT=transport ('http' or 'sse') on
+ * 127.0.0.1 and a free port, and waits until /healthz and /readyz answer 200.
+ * env: extra server settings (undefined removes a variable); authToken sets
+ * MCP_EXEC_AUTH_TOKEN (without it, an inherited token is removed).
+ * Returns { port, origin, url, pid, child, log(), stdout(), exited, stop() }:
+ * url is the MCP endpoint (/mcp for http, /sse for sse); exited resolves to
+ * { code, signal } when the process ends; stop() sends SIGTERM and resolves
+ * to the same (SIGKILL and a rejection if it does not exit in time).
+ */
+export async function startHttpServer({ transport = 'http', env = {}, authToken, attempts = 3 } = {}) {
+  if (transport !== 'http' && transport !== 'sse') throw new Error(`transport must be http or sse, not ${transport}`);
+  let lastError;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const port = await freePort();
+    try {
+      return await spawnHttpServer({ transport, env, authToken, port });
+    } catch (err) {
+      lastError = err;
+      // Another process took the port between freePort() and the bind: retry
+      // on a fresh one. Anything else is the server's failure.
+      if (!err.portConflict) throw err;
+    }
+  }
+  throw lastError;
+}
+
+async function spawnHttpServer({ transport, env, authToken, port }) {
+  const serverEnv = withOverrides(serverEnvironment(), {
+    MCP_EXEC_AUTH_TOKEN: undefined,
+    ...env,
+    MCP_EXEC_TRANSPORT: transport,
+    MCP_EXEC_ADDR: `127.0.0.1:${port}`,
+    ...(authToken !== undefined ? { MCP_EXEC_AUTH_TOKEN: authToken } : {}),
+  });
+  const child = spawn(serverBin, [], { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  let stdout = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk) => (log += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+  const exited = new Promise((resolve) => {
+    child.on('error', (err) => resolve({ code: null, signal: null, error: String(err) }));
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let exit = null;
+  exited.then((e) => (exit = e));
+
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (exit) {
+      const err = new Error(
+        `mcp-exec (${transport}) exited before it was ready: ${JSON.stringify(exit)}\n` +
+          `server: ${serverBin}\nserver stderr:\n${log}`,
+      );
+      err.portConflict = /listen_failed|cannot listen/.test(log) && /in use/i.test(log);
+      throw err;
+    }
+    if ((await httpStatus(`${origin}/healthz`)) === 200 && (await httpStatus(`${origin}/readyz`)) === 200) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      await exited;
+      throw new Error(`mcp-exec (${transport}) not ready within ${READY_TIMEOUT_MS} ms\nserver stderr:\n${log}`);
+    }
+    await delay(50);
+  }
+
+  const stop = async (timeoutMs = STOP_TIMEOUT_MS) => {
+    if (!exit) child.kill('SIGTERM');
+    let timer;
+    const result = await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs, null)))]);
+    clearTimeout(timer);
+    if (result === null) {
+      child.kill('SIGKILL');
+      await exited;
+      throw new Error(`mcp-exec did not exit within ${timeoutMs} ms of SIGTERM (killed)\nserver stderr:\n${log}`);
+    }
+    return result;
+  };
+  return {
+    transport,
+    port,
+    origin,
+    url: new URL(transport === 'http' ? '/mcp' : '/sse', origin),
+    pid: child.pid,
+    child,
+    log: () => log,
+    stdout: () => stdout,
+    exited,
+    stop,
+  };
+}
+
+/**
+ * Connects an SDK Client to a server from startHttpServer() with the SDK's
+ * StreamableHTTPClientTransport (http) or SSEClientTransport (sse). headers
+ * go on every request; for SSE the SDK sends requestInit.headers both on the
+ * EventSource GET and on the POSTs (its EventSource fetch uses them).
+ * Returns { client, transport }.
+ */
+export async function connectHttpClient(server, { headers, clientName = 'mcp-exec-sdk-client', url } = {}) {
+  const requestInit = headers ? { headers } : undefined;
+  const target = url ?? server.url;
+  const transport =
+    server.transport === 'http'
+      ? new StreamableHTTPClientTransport(target, { requestInit })
+      : new SSEClientTransport(target, { requestInit });
+  const client = new Client({ name: clientName, version: '0.0.0' });
+  try {
+    await client.connect(transport, { timeout: INITIALIZE_TIMEOUT_MS });
+  } catch (err) {
+    await client.close().catch(() => {});
+    throw err;
+  }
+  return { client, transport };
 }

@@ -167,6 +167,21 @@ TEST_F(HttpTest, RequestShapeErrors) {
   EXPECT_EQ(json::parse(bad->body)["error"]["code"], -32700);
   EXPECT_EQ(c.Put("/mcp", kInit, "application/json")->status, 405);
   EXPECT_EQ(c.Get("/elsewhere")->status, 404);
+  // A body without a length is refused at once, not read until a timeout.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n";
+  ASSERT_EQ(write(fd, http.data(), http.size()), static_cast<ssize_t>(http.size()));
+  char buf[64] = {};
+  ASSERT_GT(read(fd, buf, sizeof buf - 1), 0) << "no answer within 5 s";
+  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 411", 0), 0u) << buf;
+  close(fd);
 }
 
 TEST_F(HttpTest, SessionsAreRequiredAndEnd) {
