@@ -6,16 +6,21 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 # Installs the Debian packages listed in the given files that are missing.
+# A line "package|command" is satisfied by that command on PATH too (Node.js
+# from another vendor bundles npm and conflicts with Debian's npm package).
 # Idempotent: nothing is fetched when everything is there.
 install_packages() {
-  local wanted=() missing=() pkg
+  local wanted=() missing=() line pkg cmd
   for list in "$@"; do
-    while read -r pkg; do
-      [[ -z "$pkg" || "$pkg" == \#* ]] && continue
-      wanted+=("$pkg")
+    while read -r line; do
+      [[ -z "$line" || "$line" == \#* ]] && continue
+      wanted+=("$line")
     done <"$list"
   done
-  for pkg in "${wanted[@]}"; do
+  for line in "${wanted[@]}"; do
+    pkg=${line%%|*}
+    cmd=${line#*|}
+    [[ "$cmd" != "$line" ]] && command -v "$cmd" >/dev/null && continue
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   if ((${#missing[@]} == 0)); then
