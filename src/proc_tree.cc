@@ -56,15 +56,21 @@ std::map<pid_t, std::vector<pid_t>> ChildrenMap() {
   return children;
 }
 
-std::vector<pid_t> Collect(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root) {
-  std::vector<pid_t> out, stack{root};
+struct Edge {
+  pid_t parent, child;
+};
+
+// Every (parent, child) pair below root, from the snapshot.
+std::vector<Edge> Subtree(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root) {
+  std::vector<Edge> out;
+  std::vector<pid_t> stack{root};
   while (!stack.empty()) {
     pid_t p = stack.back();
     stack.pop_back();
     auto it = children.find(p);
     if (it == children.end()) continue;
     for (pid_t c : it->second) {
-      out.push_back(c);
+      out.push_back({p, c});
       stack.push_back(c);
     }
   }
@@ -83,29 +89,25 @@ bool KillIfChildOf(pid_t pid, pid_t expected_parent) {
 }
 
 void KillCollected(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root, int* killed) {
-  std::vector<pid_t> stack{root};
-  while (!stack.empty()) {
-    pid_t p = stack.back();
-    stack.pop_back();
-    auto it = children.find(p);
-    if (it == children.end()) continue;
-    for (pid_t c : it->second) {
-      if (KillIfChildOf(c, p)) ++*killed;
-      stack.push_back(c);
-    }
+  for (const Edge& e : Subtree(children, root)) {
+    if (KillIfChildOf(e.child, e.parent)) ++*killed;
   }
 }
 
 }  // namespace
 
-std::vector<pid_t> Descendants(pid_t root) { return Collect(ChildrenMap(), root); }
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<pid_t> out;
+  for (const Edge& e : Subtree(ChildrenMap(), root)) out.push_back(e.child);
+  return out;
+}
 
 void KillTree(pid_t root, bool include_root) {
   for (int round = 0; round < 1000; ++round) {
     auto children = ChildrenMap();
     int killed = 0;
     KillCollected(children, root, &killed);
-    if (Collect(children, root).empty()) break;
+    if (Subtree(children, root).empty()) break;
     if (killed == 0) usleep(1000);
   }
   if (include_root) kill(root, SIGKILL);

@@ -283,16 +283,9 @@ TEST_F(ContractTest, QueueWaitIsNotPartOfDuration) {
 
 TEST_F(ContractTest, CancelledRunIsKilledAndGetsNoResponse) {
   Start();
-  std::string m = "4200." + Marker("");
   json id = s().NextId();
-  s().Send({{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params",
-             {{"name", "exec"},
-              {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"},
-                             {"timeout_s", 120}}}}}});
-  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+  std::string m = s().StartSleepingRun(id, "4200");
+  ASSERT_FALSE(m.empty());
   s().Send({{"jsonrpc", "2.0"},
             {"method", "notifications/cancelled"},
             {"params", {{"requestId", id}, {"reason", "test"}}}});

@@ -308,7 +308,7 @@ TEST_F(HttpTest, SigtermLetsRunningCallsFinish) {
   std::thread caller([&] { answer = Call(sid, "import time; time.sleep(2); print('finished')"); });
   usleep(500000);
   kill(server_->pid(), SIGTERM);
-  EXPECT_EQ(Client().Get("/readyz")->status, 503) << "draining";
+  EXPECT_TRUE(WaitUntil([&] { return Client().Get("/readyz")->status == 503; }, 2000)) << "draining";
   caller.join();
   EXPECT_EQ(answer["result"]["structuredContent"]["stdout"], "finished\n");
   EXPECT_EQ(server_->Wait(20000), 0);

@@ -61,13 +61,8 @@ TEST(LifecycleTest, HelpAndVersion) {
 TEST(LifecycleTest, EofEndsInFlightRunsAndExitsZero) {
   ServerProcess s;
   s.Initialize();
-  std::string m = "4300." + Marker("");
-  s.Send({{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "tools/call"},
-          {"params", {{"name", "exec"},
-                      {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
-  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+  std::string m = s.StartSleepingRun(1, "4300");
+  ASSERT_FALSE(m.empty());
   pid_t zygote = s.ZygotePid();
   s.CloseStdin();
   EXPECT_EQ(s.Wait(15000), 0);
@@ -79,13 +74,8 @@ TEST(LifecycleTest, TermAndIntSignalsExitZero) {
   for (int sig : {SIGTERM, SIGINT}) {
     ServerProcess s;
     s.Initialize();
-    std::string m = "4400." + Marker("");
-    s.Send({{"jsonrpc", "2.0"},
-            {"id", 1},
-            {"method", "tools/call"},
-            {"params", {{"name", "exec"},
-                        {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
-    ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+    std::string m = s.StartSleepingRun(1, "4400");
+    ASSERT_FALSE(m.empty());
     kill(s.pid(), sig);
     EXPECT_EQ(s.Wait(15000), 0) << "signal " << sig;
     EXPECT_TRUE(PidsWithCmdlineContaining(m).empty());
@@ -97,13 +87,8 @@ TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
   s.Initialize();
   pid_t zygote = s.ZygotePid();
   ASSERT_GT(zygote, 0);
-  std::string m = "4500." + Marker("");
-  s.Send({{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "tools/call"},
-          {"params", {{"name", "exec"},
-                      {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + m + "'])"}}}}}});
-  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 10000));
+  std::string m = s.StartSleepingRun(1, "4500");
+  ASSERT_FALSE(m.empty());
   kill(zygote, SIGKILL);
   json r = s.WaitForId(1, 30000);
   EXPECT_EQ(r["result"]["isError"], true) << r.dump();

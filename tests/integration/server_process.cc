@@ -165,6 +165,18 @@ json ServerProcess::Exec(const std::string& code, const json& extra) {
   return r["structuredContent"];
 }
 
+std::string ServerProcess::StartSleepingRun(const json& id, const std::string& prefix, int timeout_s) {
+  std::string marker = prefix + "." + Marker("");
+  Send({{"jsonrpc", "2.0"},
+        {"id", id},
+        {"method", "tools/call"},
+        {"params", {{"name", "exec"},
+                    {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                                   {"timeout_s", timeout_s}}}}}});
+  bool running = WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000);
+  return running ? marker : "";
+}
+
 void ServerProcess::CloseStdin() {
   if (in_ >= 0) close(in_);
   in_ = -1;
