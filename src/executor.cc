@@ -253,7 +253,8 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   bool killed = false, cancelled = false, lost = false;
   std::string lost_reason;
   bool reported = false;
-  int32_t report[3] = {0, wire::kReasonNone, 0};  // exit status, reason, lockdown µs
+  // exit status, reason, lockdown µs on the request path and ahead of it
+  int32_t report[4] = {0, wire::kReasonNone, 0, 0};
   std::string status_buf;
   size_t stdin_off = 0;
   int64_t budget = config_.max_output_bytes;
@@ -409,7 +410,8 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
                     {"reason", lost ? "lost" : result.reason},
                     {"code_bytes", req.code.size()},
                     {"stdin_bytes", req.stdin_data.size()},
-                    {"lockdown_us", reported ? report[2] : -1}});
+                    {"lockdown_us", reported ? report[2] : -1},
+                    {"lockdown_ahead_us", reported ? report[3] : -1}});
   if (metrics_) {
     std::string outcome = lost                              ? "lost"
                           : result.timed_out                ? "timeout"

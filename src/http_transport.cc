@@ -129,9 +129,12 @@ class HttpSession {
     waiters_[id.dump()] = w;
     return w;
   }
-  void Forget(const json& id) {
+  // Only this waiter: a client may reuse an id once answered, and this may
+  // run after it did (a response's releaser runs when the bytes are gone).
+  void Forget(const json& id, const std::shared_ptr<Waiter>& w) {
     std::lock_guard<std::mutex> lock(mu_);
-    waiters_.erase(id.dump());
+    auto it = waiters_.find(id.dump());
+    if (it != waiters_.end() && it->second == w) waiters_.erase(it);
   }
   // Waits up to `wait` for the next event of the streams.
   bool NextEvent(std::string* out, std::chrono::milliseconds wait) {
@@ -460,7 +463,7 @@ void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& 
   {
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer) {
-      session->Forget(id);
+      session->Forget(id, waiter);
       res.set_content(waiter->answer->dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
       return;
@@ -469,10 +472,13 @@ void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& 
   // A call that takes time: answer as an event stream, with comments while
   // it runs, so that a client that leaves is noticed and its run ended.
   auto last_write = std::make_shared<Clock::time_point>(Clock::now());
+  // No call may outlive its longest timeout plus the grace of its teardown:
+  // past that, answer with an error instead of waiting for ever.
+  const auto give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, session, waiter, id, last_write](size_t, httplib::DataSink& sink) {
+      [this, session, waiter, id, last_write, give_up](size_t, httplib::DataSink& sink) {
         std::unique_lock<std::mutex> lock(waiter->mu);
         waiter->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return waiter->answer.has_value(); });
         if (waiter->answer) {
@@ -484,6 +490,13 @@ void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& 
         }
         lock.unlock();
         if (abandoning_) return false;
+        if (Clock::now() > give_up) {
+          log::Error("answer_lost", {{"transport", "http"}});
+          std::string event = SseEvent(jsonrpc::Error(id, jsonrpc::kInternalError, "no answer from the run"));
+          sink.write(event.data(), event.size());
+          sink.done();
+          return true;
+        }
         if (Clock::now() - *last_write > std::chrono::seconds(1)) {
           *last_write = Clock::now();
           static const char kPing[] = ": running\n\n";
@@ -492,7 +505,7 @@ void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& 
         return true;
       },
       [session, waiter, id](bool success) {
-        session->Forget(id);
+        session->Forget(id, waiter);
         std::lock_guard<std::mutex> lock(waiter->mu);
         if (!waiter->answer) {
           // The client left before the answer: end its run at once.

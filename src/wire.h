@@ -44,8 +44,9 @@ constexpr size_t kMaxPayload = 256 * 1024;
 // supervisor then starts it again with fewer.
 constexpr int64_t kFatalNamespaces = 1;
 
-// What a runner writes on its status pipe: int32 exit status, reason code and
-// the microseconds its lockdown took.
+// What a runner writes on its status pipe: int32 exit status, reason code,
+// and the microseconds its lockdown took on the request's path and, for a
+// spare, ahead of it.
 enum RunReason : int32_t { kReasonNone = 0, kReasonMemory = 1, kReasonLockdown = 2 };
 
 // Returns false with errno set on failure. Retries EINTR.

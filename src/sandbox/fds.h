@@ -2,16 +2,18 @@
 // pipe on a fixed high number, and nothing else.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace mcpexec::sandbox::fds {
 
-// The status pipe lives on a high, fixed fd so that code juggling its low
-// fds (dup2 onto 3, say) does not disturb it.
-constexpr int kStatusFd = 1000;
+// The status pipe lives on a high fd (1000, or just under a lower open-files
+// limit) so that code juggling its low fds (dup2 onto 3, say) does not
+// disturb it.
+int StatusFd(int64_t max_open_files);
 
 // fds: the run's descriptors in wire::RunFd order (the code memfd must have
-// been read already). Closes every other descriptor.
-bool ApplyInRunner(const std::vector<int>& fds);
+// been read already). Puts them on 0/1/2 and status_fd; closes every other.
+bool ApplyInRunner(const std::vector<int>& fds, int status_fd);
 
 }  // namespace mcpexec::sandbox::fds

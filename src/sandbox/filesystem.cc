@@ -92,22 +92,15 @@ bool PrepareReadOnly(std::string* error) {
   return root_done;
 }
 
-bool ApplyInRunner(bool mount_ns, const std::string& workdir, const RunLimits& limits,
-                   RunMounts* mounts, std::string* error) {
-  mounts->workdir = workdir;
-  if (mount_ns) {
-    if (!MountTmpfs("/tmp", limits.disk_bytes, "1777", limits, error)) return false;
-    struct stat st;
-    if (stat("/dev/shm", &st) == 0 && !MountTmpfs("/dev/shm", limits.scratch_bytes, "1777", limits, error)) {
-      return false;
-    }
-    mounts->private_tmp = true;
-    mounts->workdir = "/tmp";
-  }
-  if (chdir(mounts->workdir.c_str()) != 0) {
-    *error = "chdir(" + mounts->workdir + "): " + strerror(errno);
+bool ApplyInRunner(bool mount_ns, const RunLimits& limits, RunMounts* mounts, std::string* error) {
+  if (!mount_ns) return true;
+  if (!MountTmpfs("/tmp", limits.disk_bytes, "1777", limits, error)) return false;
+  struct stat st;
+  if (stat("/dev/shm", &st) == 0 && !MountTmpfs("/dev/shm", limits.scratch_bytes, "1777", limits, error)) {
     return false;
   }
+  mounts->private_tmp = true;
+  mounts->workdir = "/tmp";
   return true;
 }
 

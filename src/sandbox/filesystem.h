@@ -23,8 +23,9 @@ struct RunMounts {
   std::string workdir;       // where the run works (its cwd)
 };
 
-// Runner, inside its own mount namespace (or not, when mount_ns is false).
-bool ApplyInRunner(bool mount_ns, const std::string& workdir, const RunLimits& limits,
-                   RunMounts* mounts, std::string* error);
+// Runner, inside its own mount namespace: mounts the private /tmp (its
+// working directory) and /dev/shm. Without mount namespaces it does nothing:
+// the run then works in the directory the supervisor made.
+bool ApplyInRunner(bool mount_ns, const RunLimits& limits, RunMounts* mounts, std::string* error);
 
 }  // namespace mcpexec::sandbox::filesystem

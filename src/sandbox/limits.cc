@@ -22,6 +22,10 @@ bool Set(int resource, const char* name, rlim_t value, std::string* error) {
 
 }  // namespace
 
+bool LowerCpuLimit(int64_t timeout_s, std::string* error) {
+  return Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + 5, error);
+}
+
 int64_t AddressSpaceBytes() {
   std::ifstream f("/proc/self/status");
   std::string line;

@@ -13,6 +13,9 @@ namespace mcpexec::sandbox::limits {
 
 bool ApplyInRunner(const RunLimits& limits, int64_t timeout_s, std::string* error);
 
+// Lowers RLIMIT_CPU to the run's timeout (plus slack) once it is known.
+bool LowerCpuLimit(int64_t timeout_s, std::string* error);
+
 // Current address-space size of this process, in bytes (VmSize).
 int64_t AddressSpaceBytes();
 

@@ -1,6 +1,7 @@
 #include "sandbox/lockdown.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -126,35 +127,66 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   return layers;
 }
 
-bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* cwd,
-              std::string* error) {
-  filesystem::RunMounts mounts;
-  if (!namespaces::ApplyInRunner(sb.ns_flags, error)) return false;
-  if (!filesystem::ApplyInRunner((sb.ns_flags & CLONE_NEWNS) != 0, workdir, sb.limits, &mounts, error)) {
-    return false;
-  }
-  *cwd = mounts.workdir;
-  if (!limits::ApplyInRunner(sb.limits, timeout_s, error)) return false;
-  if (!credentials::ApplyInRunner(sb.limits, sb.zygote_pid, error)) return false;
-  if (!credentials::ApplyNoNewPrivs(error)) return false;
+namespace {
+
+bool Seal(const Sandbox& sb, const std::string& workdir, std::string* error) {
   if (sb.landlock_abi > 0) {
     landlock::Rules rules;
     // /dev/shm: private where mounts are allowed; elsewhere it stays writable
-    // so that multiprocessing's semaphores work (SECURITY.md: residue there
-    // is possible in that posture).
-    rules.writable = {mounts.workdir, "/dev/shm"};
+    // so that multiprocessing's semaphores work (SECURITY.md: the server
+    // purges what runs leave there).
+    rules.writable = {workdir, "/dev/shm"};
     rules.devices = {"/dev/null"};
     if (!landlock::Apply(sb.landlock_abi, rules, error)) return false;
-    // Landlock keeps ptrace-class access (/proc/<pid>/mem, environ) inside
-    // the run's own domain, so the run may read its own /proc files again.
-    prctl(PR_SET_DUMPABLE, 1);
   }
+  // Runs stay non-dumpable (credentials made them so): their /proc entries
+  // are root's, so a concurrent run or a spare of the same uid cannot even
+  // list their fd numbers, which needs only ownership, not a ptrace check.
+  // The price: a run cannot read its own /proc/self/environ (os.environ is
+  // unaffected).
   // Last: after this, only the allowlist.
   if (!sb.seccomp_ok) {
     *error = "seccomp is not available: " + sb.seccomp_error;
     return false;
   }
   return seccomp_policy::Apply(sb.seccomp_program, error);
+}
+
+// The CPU limit of a runner that does not know its timeout yet.
+constexpr int64_t kAheadCpuSeconds = 86400;
+
+}  // namespace
+
+void LockdownAhead(const Sandbox& sb, LockState* st) {
+  st->ahead_done = true;
+  filesystem::RunMounts mounts;
+  std::string& e = st->error;
+  if (!namespaces::ApplyInRunner(sb.ns_flags, &e) ||
+      !filesystem::ApplyInRunner((sb.ns_flags & CLONE_NEWNS) != 0, sb.limits, &mounts, &e) ||
+      !limits::ApplyInRunner(sb.limits, kAheadCpuSeconds, &e) ||
+      !credentials::ApplyInRunner(sb.limits, sb.zygote_pid, &e) || !credentials::ApplyNoNewPrivs(&e)) {
+    return;
+  }
+  st->workdir = mounts.workdir;
+  // With a private /tmp the run's directory is known already: seal now.
+  if (mounts.private_tmp) st->sealed = Seal(sb, st->workdir, &e);
+}
+
+bool LockdownFinish(const Sandbox& sb, LockState* st, const std::string& workdir, int64_t timeout_s,
+                    std::string* cwd, std::string* error) {
+  if (!st->ahead_done) LockdownAhead(sb, st);
+  if (!st->error.empty()) {
+    *error = st->error;
+    return false;
+  }
+  if (st->workdir.empty()) st->workdir = workdir;
+  *cwd = st->workdir;
+  if (chdir(st->workdir.c_str()) != 0) {
+    *error = "chdir(" + st->workdir + "): " + strerror(errno);
+    return false;
+  }
+  if (!limits::LowerCpuLimit(timeout_s, error)) return false;
+  return st->sealed || Seal(sb, st->workdir, error);
 }
 
 }  // namespace mcpexec::sandbox

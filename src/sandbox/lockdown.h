@@ -36,11 +36,25 @@ void PrepareLate(Sandbox* sb);
 // The layers as they stand, for the start-up log and `doctor`.
 std::vector<LayerStatus> Report(const Sandbox& sb);
 
-// Runner: fds must already be in place. Mount and ipc namespaces, private
-// tmpfs, rlimits, credentials, no_new_privs, Landlock, seccomp, in that
-// order. On failure *error holds the failed call; the run must not proceed.
-// *cwd: where the run works (the private /tmp where mounts are allowed).
-bool Lockdown(const Sandbox& sb, const std::string& workdir, int64_t timeout_s, std::string* cwd,
-              std::string* error);
+// How far a runner's lockdown has gone.
+struct LockState {
+  bool ahead_done = false;  // every layer that does not depend on the run
+  bool sealed = false;      // Landlock and seccomp are on
+  std::string workdir;      // "/tmp" where the run has its own tmpfs
+  std::string error;        // a failed layer: the run must not start
+};
+
+// A spare runner, before it knows its run: the layers that do not depend on
+// the run, in kernel order: mount and ipc namespaces, private tmpfs,
+// rlimits (CPU at a ceiling), credentials, no_new_privs, and, where the run
+// works in its private /tmp, Landlock and seccomp too. Failures are kept in
+// st->error and reported when the run arrives.
+void LockdownAhead(const Sandbox& sb, LockState* st);
+
+// Once the run is known (fds in place): what is left, seccomp last, and the
+// run's own CPU limit. Also does LockdownAhead first for a runner forked on
+// demand. *cwd: where the run works.
+bool LockdownFinish(const Sandbox& sb, LockState* st, const std::string& workdir, int64_t timeout_s,
+                    std::string* cwd, std::string* error);
 
 }  // namespace mcpexec::sandbox

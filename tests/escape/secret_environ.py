@@ -10,11 +10,17 @@ leaks = [k for k in os.environ if SUSPICIOUS.search(k)]
 leaks += [f"value of {k}" for k, v in os.environ.items() if "MCP_EXEC_AUTH_TOKEN" in v]
 
 # The environment block the process was started with (the zygote's exec), not just os.environ.
-with open("/proc/self/environ", "rb") as f:
-    for entry in f.read().split(b"\0"):
-        key = entry.split(b"=", 1)[0].decode("utf-8", "replace")
-        if entry and (SUSPICIOUS.search(key) or b"MCP_EXEC_AUTH_TOKEN" in entry):
-            leaks.append(f"/proc/self/environ: {key}")
+# Runs are non-dumpable (so other runs cannot look into their /proc entries), which makes
+# /proc/self/environ root's: EACCES is fine, and what a child sees is checked below.
+try:
+    with open("/proc/self/environ", "rb") as f:
+        block = f.read()
+except PermissionError:
+    block = b""
+for entry in block.split(b"\0"):
+    key = entry.split(b"=", 1)[0].decode("utf-8", "replace")
+    if entry and (SUSPICIOUS.search(key) or b"MCP_EXEC_AUTH_TOKEN" in entry):
+        leaks.append(f"/proc/self/environ: {key}")
 
 # What a child process sees.
 out = subprocess.run(["env"], capture_output=True, check=True).stdout.decode()

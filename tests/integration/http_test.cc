@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
+
 #include "server_process.h"
 
 namespace mcpexec::testing {
@@ -324,6 +326,26 @@ TEST_F(HttpTest, SigtermEndsCallsPastTheGracePeriod) {
   EXPECT_EQ(server_->Wait(15000), 0);
   caller.join();
   EXPECT_TRUE(PidsWithCmdlineContaining(marker).empty());
+}
+
+// A client may reuse a request id once it has its answer; the previous
+// call's cleanup must not take the next call's place (it once did, and the
+// next call waited for ever).
+TEST_F(HttpTest, ReusedRequestIdsAreAllAnswered) {
+  Start();
+  std::string sid = Initialize();
+  auto calls = std::async(std::launch::async, [&] {
+    int answered = 0;
+    for (int i = 0; i < 40; ++i) {
+      if (Call(sid, "print(" + std::to_string(i) + ")", 7)["result"]["structuredContent"]["stdout"] ==
+          std::to_string(i) + "\n") {
+        ++answered;
+      }
+    }
+    return answered;
+  });
+  ASSERT_EQ(calls.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "a call was never answered";
+  EXPECT_EQ(calls.get(), 40);
 }
 
 TEST_F(HttpTest, MetricsAndHealth) {
