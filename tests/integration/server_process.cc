@@ -19,6 +19,22 @@ namespace mcpexec::testing {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// A /proc file's text, or "" when the process is gone (it may vanish between
+// open and read: ESRCH, which std::ifstream turns into an exception).
+std::string ReadProcFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+}  // namespace
+
 ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
                              const std::vector<std::string>& args,
                              const std::vector<std::string>& wrapper) {
@@ -205,17 +221,16 @@ std::string ServerProcess::Stderr() {
 
 pid_t ServerProcess::ZygotePid() const {
   for (pid_t c : ChildrenOf(pid_, false)) {
-    std::ifstream f("/proc/" + std::to_string(c) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (cmd.find("__zygote") != std::string::npos) return c;
+    if (ReadProcFile("/proc/" + std::to_string(c) + "/cmdline").find("__zygote") != std::string::npos) {
+      return c;
+    }
   }
   return -1;
 }
 
 namespace {
 bool ReadStat(pid_t pid, pid_t* ppid, char* state) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
   auto rp = s.rfind(')');
   if (rp == std::string::npos) return false;
   std::istringstream rest(s.substr(rp + 2));
@@ -248,8 +263,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent, bool include_zombies) {
 std::vector<pid_t> PidsWithCmdlineContaining(const std::string& needle) {
   std::vector<pid_t> out;
   ForEachPid([&](pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string cmd = ReadProcFile("/proc/" + std::to_string(pid) + "/cmdline");
     pid_t ppid;
     char state;
     if (cmd.find(needle) != std::string::npos && ReadStat(pid, &ppid, &state) && state != 'Z' &&
@@ -272,7 +286,7 @@ int CountOpenFds(pid_t pid) {
 }
 
 long RssKiB(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::istringstream f(ReadProcFile("/proc/" + std::to_string(pid) + "/status"));
   std::string line;
   while (std::getline(f, line)) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
