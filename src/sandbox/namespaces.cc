@@ -162,7 +162,7 @@ void Report(int flags, std::vector<LayerStatus>* layers) {
                                             : "host network namespace (seccomp still denies sockets)",
                      (flags & CLONE_NEWNET) ? "" : fix});
   layers->push_back({"mount_namespace", (flags & CLONE_NEWNS) != 0, false,
-                     (flags & CLONE_NEWNS) ? "one per run: private tmpfs workdir, /tmp, /dev/shm"
+                     (flags & CLONE_NEWNS) ? "one per run: a fresh size-capped tmpfs /tmp (the working directory) and /dev/shm"
                                            : "runs see the host's mounts",
                      (flags & CLONE_NEWNS) ? "" : fix});
   layers->push_back({"ipc_namespace", (flags & CLONE_NEWIPC) != 0, false,
