@@ -26,6 +26,7 @@ struct Case {
   std::string stdin_data;
   int timeout_s = 20;
   int runs = 1;
+  std::string prelude;  // tests/escape/_prelude_<name>.py goes in front
 };
 
 Case LoadCase(const std::string& file) {
@@ -51,6 +52,15 @@ Case LoadCase(const std::string& file) {
     if (auto v = value("posture")) c.posture = *v;
     if (auto v = value("stdin")) c.stdin_data = *v;
     if (auto v = value("repeat")) c.runs = std::stoi(*v);
+    if (auto v = value("prelude")) c.prelude = *v;
+  }
+  if (!c.prelude.empty()) {
+    // Shared helpers, put in front so that the snippet still reaches the
+    // sandbox as one self-contained program.
+    std::ifstream p(std::string(ESCAPE_DIR) + "/_prelude_" + c.prelude + ".py");
+    std::stringstream ps;
+    ps << p.rdbuf();
+    c.code = ps.str() + "\n" + c.code;
   }
   return c;
 }
@@ -61,7 +71,8 @@ std::vector<std::string> CaseFiles() {
   if (!d) return files;
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
-    if (n.size() > 3 && n.substr(n.size() - 3) == ".py") files.push_back(n);
+    // _prelude_*.py and the like are shared helpers, not cases.
+    if (n.size() > 3 && n[0] != '_' && n.substr(n.size() - 3) == ".py") files.push_back(n);
   }
   closedir(d);
   std::sort(files.begin(), files.end());
