@@ -42,6 +42,14 @@ std::function<std::string(Config&, const std::string&)> IntField(int64_t Config:
   return [=](Config& c, const std::string& v) { return ParseInt(v, lo, hi, &(c.*field)); };
 }
 
+// Free text: any value, including empty, is taken as it is.
+std::function<std::string(Config&, const std::string&)> StringField(std::string Config::*field) {
+  return [=](Config& c, const std::string& v) {
+    c.*field = v;
+    return std::string();
+  };
+}
+
 std::string ParseAddr(const std::string& v) {
   auto colon = v.rfind(':');
   if (colon == std::string::npos) return "must be HOST:PORT or :PORT";
@@ -89,10 +97,7 @@ const std::vector<Option>& Options() {
        }},
       {"MCP_EXEC_AUTH_TOKEN", "--auth-token", "(empty)", "",
        "when set, http/sse requests must carry a matching X-MCP-AUTH header",
-       [](Config& c, const std::string& v) -> std::string {
-         c.auth_token = v;
-         return "";
-       }},
+       StringField(&Config::auth_token)},
       {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent", "number of CPUs", "runs",
        "runs executing at once", IntField(&Config::max_concurrent, 1, 1024)},
       {"MCP_EXEC_MAX_QUEUE", "--max-queue", "64", "runs",
@@ -122,10 +127,7 @@ const std::vector<Option>& Options() {
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
       {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
        "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
-       [](Config& c, const std::string& v) -> std::string {
-         c.allowed_origins = v;
-         return "";
-       }},
+       StringField(&Config::allowed_origins)},
       {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", "256", "sessions",
        "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
       {"MCP_EXEC_MAX_STREAMS", "--max-streams", "128", "streams",

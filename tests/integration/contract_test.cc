@@ -254,10 +254,7 @@ TEST_F(ContractTest, SixPackagesAreImportable) {
 TEST_F(ContractTest, AtCapacityIsAToolErrorNeverAHang) {
   Start({{"MCP_EXEC_MAX_CONCURRENT", "1"}, {"MCP_EXEC_MAX_QUEUE", "0"}});
   json id = s().NextId();
-  s().Send({{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params", {{"name", "exec"}, {"arguments", {{"code", "import time; time.sleep(2)"}}}}}});
+  s().SendCall(id, {{"code", "import time; time.sleep(2)"}});
   usleep(300000);
   json busy = s().Call({{"code", "print(1)"}}, 5000);
   EXPECT_NE(ToolErrorText(busy).find("capacity"), std::string::npos);
@@ -269,10 +266,7 @@ TEST_F(ContractTest, AtCapacityIsAToolErrorNeverAHang) {
 TEST_F(ContractTest, QueueWaitIsNotPartOfDuration) {
   Start({{"MCP_EXEC_MAX_CONCURRENT", "1"}, {"MCP_EXEC_MAX_QUEUE", "4"}});
   json id = s().NextId();
-  s().Send({{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params", {{"name", "exec"}, {"arguments", {{"code", "import time; time.sleep(2)"}}}}}});
+  s().SendCall(id, {{"code", "import time; time.sleep(2)"}});
   usleep(300000);
   json queued = s().Exec("print('second')");
   EXPECT_EQ(queued["stdout"], "second\n");

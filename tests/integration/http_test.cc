@@ -58,6 +58,19 @@ class HttpTest : public ::testing::Test {
     if (!token_.empty()) h.emplace("X-MCP-AUTH", token_);
     return h;
   }
+  // A plain TCP connection to the server, for what the HTTP client cannot do.
+  int ConnectRaw() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
   // initialize; returns the session id.
   std::string Initialize() {
     auto r = Client().Post("/mcp", With(kMcpHeaders), kInit, "application/json");
@@ -170,12 +183,8 @@ TEST_F(HttpTest, RequestShapeErrors) {
   EXPECT_EQ(c.Put("/mcp", kInit, "application/json")->status, 405);
   EXPECT_EQ(c.Get("/elsewhere")->status, 404);
   // A body without a length is refused at once, not read until a timeout.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port_));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n";
@@ -286,12 +295,8 @@ TEST_F(HttpTest, DisconnectEndsTheRun) {
                           {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
                                          {"timeout_s", 120}}}}}};
   // A raw connection: send the call, wait until the run is going, hang up.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port_));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
   std::string body = req.dump();
   std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " + sid +

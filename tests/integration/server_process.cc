@@ -181,14 +181,17 @@ json ServerProcess::Exec(const std::string& code, const json& extra) {
   return r["structuredContent"];
 }
 
-std::string ServerProcess::StartSleepingRun(const json& id, const std::string& prefix, int timeout_s) {
-  std::string marker = prefix + "." + Marker("");
+void ServerProcess::SendCall(const json& id, const json& arguments) {
   Send({{"jsonrpc", "2.0"},
         {"id", id},
         {"method", "tools/call"},
-        {"params", {{"name", "exec"},
-                    {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
-                                   {"timeout_s", timeout_s}}}}}});
+        {"params", {{"name", "exec"}, {"arguments", arguments}}}});
+}
+
+std::string ServerProcess::StartSleepingRun(const json& id, const std::string& prefix, int timeout_s) {
+  std::string marker = prefix + "." + Marker("");
+  SendCall(id, {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                {"timeout_s", timeout_s}});
   bool running = WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000);
   return running ? marker : "";
 }

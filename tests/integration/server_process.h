@@ -43,6 +43,8 @@ class ServerProcess {
   // tools/call exec that must succeed as a tool call; returns structuredContent.
   json Exec(const std::string& code, const json& extra = json::object());
   int64_t NextId() { return next_id_++; }
+  // Sends a tools/call of exec without waiting for its answer.
+  void SendCall(const json& id, const json& arguments);
   // Sends a tools/call whose code runs `sleep <marker>` and waits until that
   // process exists. Returns the marker to find it by, or "" if it never ran.
   std::string StartSleepingRun(const json& id, const std::string& prefix, int timeout_s = 120);
