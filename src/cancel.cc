@@ -9,8 +9,9 @@ CancelToken::CancelToken() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 CancelToken::~CancelToken() {
   if (fd_ >= 0) close(fd_);
 }
-void CancelToken::Cancel() {
-  cancelled_ = true;
+void CancelToken::Cancel(CancelReason why) {
+  if (cancelled_.exchange(true)) return;
+  reason_ = static_cast<int>(why);
   uint64_t one = 1;
   (void)!write(fd_, &one, sizeof one);
 }

@@ -4,17 +4,26 @@
 
 namespace mcpexec {
 
+// Why a run is ended early.
+enum class CancelReason : int {
+  kClient = 0,    // notifications/cancelled or a client that left: no answer is sent
+  kShutdown = 1,  // the server is stopping: the call is answered with its output so far
+};
+
 // Set by whoever wants a run ended early (a cancel, a disconnect, shutdown).
 class CancelToken {
  public:
   CancelToken();
   ~CancelToken();
-  void Cancel();
+  // The first reason given wins.
+  void Cancel(CancelReason why = CancelReason::kClient);
   bool cancelled() const { return cancelled_.load(); }
+  CancelReason reason() const { return static_cast<CancelReason>(reason_.load()); }
   int fd() const { return fd_; }  // readable once cancelled
 
  private:
   std::atomic<bool> cancelled_{false};
+  std::atomic<int> reason_{0};
   int fd_;
 };
 

@@ -200,8 +200,11 @@ void McpSession::StartToolCall(const json& id, const json& params) {
   ExecRequest req = std::get<ExecRequest>(std::move(validated));
   std::thread([this, id, key, token, req = std::move(req)] {
     json result = backend_.Execute(req, *token);
-    // A cancelled request gets no response (MCP cancellation).
-    if (!token->cancelled()) send_(jsonrpc::Result(id, result));
+    // A cancelled request gets no response (MCP cancellation); one ended by
+    // the server's shutdown is answered.
+    if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
+      send_(jsonrpc::Result(id, result));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto it = calls_.find(key);
     if (it != calls_.end() && it->second == token) calls_.erase(it);
@@ -210,9 +213,9 @@ void McpSession::StartToolCall(const json& id, const json& params) {
   }).detach();
 }
 
-void McpSession::CancelAll() {
+void McpSession::CancelAll(CancelReason why) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [key, token] : calls_) token->Cancel();
+  for (auto& [key, token] : calls_) token->Cancel(why);
 }
 
 bool McpSession::WaitIdle(std::chrono::milliseconds timeout) {

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "cancel.h"
 #include "config.h"
 #include "exec_tool.h"
 
 namespace mcpexec {
 
-class CancelToken;
 
 extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
 std::string NegotiateProtocolVersion(const std::string& requested);
@@ -57,8 +57,10 @@ class McpSession {
   void Handle(const nlohmann::json& msg);
 
   // Ends every run of this session (queued ones never start) and, with
-  // WaitIdle, waits for their threads.
-  void CancelAll();
+  // WaitIdle, waits for their threads. kClient: the calls get no answer (MCP
+  // cancellation); kShutdown: each call is answered, with its output so far
+  // and reason "shutdown", or a tool error if it had not started.
+  void CancelAll(CancelReason why = CancelReason::kClient);
   bool WaitIdle(std::chrono::milliseconds timeout);
   int64_t in_flight() const;
 

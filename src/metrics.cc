@@ -42,8 +42,8 @@ std::string Metrics::Render(const Gauges& g) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::ostringstream o;
   o << "# HELP mcp_exec_runs_total Runs by outcome.\n# TYPE mcp_exec_runs_total counter\n";
-  for (const char* outcome : {"ok", "error", "timeout", "signal", "cancelled", "memory", "seccomp",
-                              "lost", "refused"}) {
+  for (const char* outcome : {"ok", "error", "timeout", "signal", "cancelled", "memory", "cpu",
+                              "file_size", "seccomp", "shutdown", "lost", "refused"}) {
     auto it = runs_.find(outcome);
     o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} " << (it == runs_.end() ? 0 : it->second)
       << "\n";
@@ -62,7 +62,19 @@ std::string Metrics::Render(const Gauges& g) const {
         "counter");
   gauge("mcp_exec_sessions", "Open MCP sessions (http/sse).", g.sessions);
   gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
+  o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
+       "status.\n# TYPE mcp_exec_http_refused_total counter\n";
+  for (int status : {400, 401, 403, 404, 405, 411, 413, 415, 429, 431, 503}) {
+    auto it = http_refused_.find(status);
+    o << "mcp_exec_http_refused_total{status=\"" << status << "\"} "
+      << (it == http_refused_.end() ? 0 : it->second) << "\n";
+  }
   return o.str();
+}
+
+void Metrics::RecordHttpRefused(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_refused_[status];
 }
 
 }  // namespace mcpexec

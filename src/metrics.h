@@ -15,9 +15,14 @@ namespace mcpexec {
 class Metrics {
  public:
   // outcome: ok, error (non-zero exit), timeout, signal, cancelled, memory,
-  // seccomp, lost (the sandbox died), refused (at capacity, or no sandbox).
+  // cpu, file_size, seccomp, shutdown, lost (the sandbox died), refused (at
+  // capacity, or no sandbox).
   void RecordRun(const std::string& outcome, double duration_s, double queue_s);
   void RecordRefused();
+  // An HTTP request answered with an error status before it reached MCP
+  // (401 auth, 403 Host/Origin, 413 too large, 431 headers, 429 too many
+  // connections, ...).
+  void RecordHttpRefused(int status);
 
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
@@ -35,6 +40,7 @@ class Metrics {
   };
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> runs_;
+  std::map<int, uint64_t> http_refused_;
   Histogram duration_, queue_;
 };
 
