@@ -158,10 +158,29 @@ int32_t MicrosSince(const timespec& t0) {
   return static_cast<int32_t>((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 }
 
-[[noreturn]] void Report(int32_t status, int32_t reason) {
+// The verdict on this runner's lockdown: the one record of the status pipe
+// the supervisor trusts, so it is written before any of the caller's code
+// runs. A runner that cannot deliver it does not run the code.
+void WriteVerdict(bool ok, const std::string& error) {
+  wire::LockdownVerdict v{};
+  v.magic = wire::kVerdictMagic;
+  v.ok = ok ? 1 : 0;
+  v.lockdown_us = g_lockdown_us;
+  v.ahead_us = g_lockdown_ahead_us;
+  snprintf(v.error, sizeof v.error, "%s", error.c_str());
+  ssize_t n;
+  do {
+    n = write(g_status_fd, &v, sizeof v);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof v)) _exit(125);
+}
+
+[[noreturn]] void Finish(int status, uint32_t reason) {
   fflush(nullptr);
-  int32_t report[4] = {status, reason, g_lockdown_us, g_lockdown_ahead_us};
-  (void)!write(g_status_fd, report, sizeof report);
+  if (reason != wire::kReasonNone) {
+    wire::RunNote note{wire::kNoteMagic, reason};
+    (void)!write(g_status_fd, &note, sizeof note);
+  }
   close(1);
   close(2);
   close(g_status_fd);
@@ -178,14 +197,12 @@ int32_t MicrosSince(const timespec& t0) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   bool locked = sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir, params.timeout_s, &cwd, &error);
   g_lockdown_us = MicrosSince(t0);
-  if (!locked) {
-    // Never run code half locked down. The supervisor turns this into a
-    // tool error with the message.
-    dprintf(2, "mcp-exec: sandbox lockdown failed: %s\n", error.c_str());
-    Report(125, wire::kReasonLockdown);
-  }
+  // Never run code half locked down: the supervisor turns a failed verdict
+  // into a tool error naming the layer.
+  WriteVerdict(locked, error);
+  if (!locked) Finish(125, wire::kReasonNone);
   int status = 1;
-  int32_t reason = wire::kReasonNone;
+  uint32_t reason = wire::kReasonNone;
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
     py::tuple result = rt.attr("run")(py::str(code), py::str(cwd));
@@ -196,7 +213,7 @@ int32_t MicrosSince(const timespec& t0) {
     PyErr_Print();
     status = 1;
   }
-  Report(status, reason);
+  Finish(status, reason);
 }
 
 void CloseAll(const std::vector<int>& fds) {
@@ -449,7 +466,7 @@ int ZygoteMain(int argc, char** argv) {
   // Same-uid processes (a run, in the container posture) may not read our
   // memory or /proc files. Not before the id maps: a non-dumpable process
   // cannot write its own /proc/self/uid_map.
-  prctl(PR_SET_DUMPABLE, 0);
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) Die("prctl(PR_SET_DUMPABLE, 0)");
   sandbox::PrepareEarly(&z.sandbox);
 
   sigset_t chld;

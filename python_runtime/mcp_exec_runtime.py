@@ -146,6 +146,11 @@ def _reseed():
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()
+    # multiprocessing's authkey was made once in the zygote: a run that learnt
+    # it could speak to another run's managers and listeners. A fresh one each.
+    mp_process = sys.modules.get("multiprocessing.process")
+    if mp_process is not None:
+        mp_process.current_process().authkey = os.urandom(32)
 
 
 def _set_environment(workdir):
@@ -164,7 +169,14 @@ def _fresh_main(code):
     sys.argv = [MAIN_FILENAME]
     # Tracebacks read source through linecache; the code is never written to
     # the working directory, so register it (mtime None: never invalidated).
-    linecache.cache[MAIN_FILENAME] = (len(code), None, code.splitlines(True), MAIN_FILENAME)
+    # The lines as linecache would read them from a file (universal newlines
+    # only: str.splitlines would also split at \f or U+2028 and shift every
+    # later line number), and the last one with its newline: without it the
+    # traceback's carets land a column to the right.
+    lines = io.StringIO(code, newline=None).readlines()
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[MAIN_FILENAME] = (len(code), None, lines, MAIN_FILENAME)
     return main
 
 

@@ -14,6 +14,14 @@ void CancelToken::Cancel(CancelReason why) {
   reason_ = static_cast<int>(why);
   uint64_t one = 1;
   (void)!write(fd_, &one, sizeof one);
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  if (hook_) hook_();
+}
+
+void CancelToken::OnCancel(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  hook_ = std::move(hook);
+  if (hook_ && cancelled_) hook_();
 }
 
 }  // namespace mcpexec

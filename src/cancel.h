@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <mutex>
 
 namespace mcpexec {
 
@@ -19,11 +21,16 @@ class CancelToken {
   void Cancel(CancelReason why = CancelReason::kClient);
   bool cancelled() const { return cancelled_.load(); }
   CancelReason reason() const { return static_cast<CancelReason>(reason_.load()); }
+  // Called (from Cancel's thread) when the token is cancelled, or at once if
+  // it already is; nullptr removes it. Wakes a waiter that cannot poll fd().
+  void OnCancel(std::function<void()> hook);
   int fd() const { return fd_; }  // readable once cancelled
 
  private:
   std::atomic<bool> cancelled_{false};
   std::atomic<int> reason_{0};
+  std::mutex hook_mu_;
+  std::function<void()> hook_;
   int fd_;
 };
 

@@ -12,6 +12,12 @@ using json = nlohmann::json;
 
 const char* ExecToolName() { return "exec"; }
 
+const std::vector<std::string>& ExecReasons() {
+  static const std::vector<std::string> kReasons = {
+      "timeout", "memory", "cpu", "file_size", "seccomp", "signal", "cancelled", "shutdown"};
+  return kReasons;
+}
+
 json ExecInputSchema() {
   return {
       {"type", "object"},
@@ -40,7 +46,14 @@ json ExecOutputSchema() {
         {"signal", {{"type", "integer"}, {"description", "signal that ended the run, if any"}}},
         {"reason",
          {{"type", "string"},
-          {"description", "why the run ended abnormally: timeout, signal or cancelled"}}},
+          {"enum", ExecReasons()},
+          {"description",
+           "present when the run ended abnormally: timeout (the wall-clock deadline passed; the "
+           "whole process tree was killed), memory (the memory limit was hit: an uncaught "
+           "MemoryError or the run killed for memory), cpu (the CPU-time limit, SIGXCPU), "
+           "file_size (a file grew past the disk limit, SIGXFSZ), seccomp (a forbidden system "
+           "call, SIGSYS), signal (another signal; see signal), cancelled (the client cancelled "
+           "the call), shutdown (the server stopped during the run; the output so far is kept)"}}},
         {"queue_ms", {{"type", "integer"}, {"description", "time spent waiting for a slot"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
   };
@@ -81,8 +94,11 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   }
   o << " (already imported: importing them is instant; matplotlib uses the Agg backend, save "
        "figures to files).";
-  o << " Limits: timeout_s defaults to " << c.default_timeout_s << " s and is capped at "
-    << c.max_timeout_s << " s; stdout and stderr share one budget of " << c.max_output_bytes
+  // The numbers a call really gets: a default above the cap is the cap.
+  o << " Limits: timeout_s defaults to " << ClampTimeout(std::nullopt, c)
+    << " s and is capped at " << c.max_timeout_s << " s; memory " << c.memory_limit_mb
+    << " MiB (past it: MemoryError, reason memory); files in the working directory "
+    << c.disk_limit_mb << " MiB; stdout and stderr share one budget of " << c.max_output_bytes
     << " bytes (the rest is dropped and truncated is true); stdin at most " << c.max_stdin_bytes
     << " bytes; code at most " << c.max_code_bytes << " bytes.";
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;
@@ -92,11 +108,42 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
 
 namespace {
 
+// Go's unicode.IsSpace, which the reference's strings.TrimSpace uses.
+bool IsUnicodeSpace(uint32_t c) {
+  switch (c) {
+    case '\t': case '\n': case '\v': case '\f': case '\r': case ' ':
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
+    case 0x205F: case 0x3000:
+      return true;
+    default:
+      return c >= 0x2000 && c <= 0x200A;
+  }
+}
+
+// True when s is nothing but Unicode white space (an invalid byte is not).
 bool IsBlank(const std::string& s) {
-  for (char ch : s) {
-    if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r' && ch != '\f' && ch != '\v') {
-      return false;
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    uint32_t c;
+    size_t len;
+    if (b < 0x80) {
+      c = b, len = 1;
+    } else if ((b & 0xE0) == 0xC0) {
+      c = b & 0x1F, len = 2;
+    } else if ((b & 0xF0) == 0xE0) {
+      c = b & 0x0F, len = 3;
+    } else {
+      return false;  // 4-byte sequences hold no space; anything else is invalid
     }
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      auto cb = static_cast<unsigned char>(s[i + k]);
+      if ((cb & 0xC0) != 0x80) return false;
+      c = (c << 6) | (cb & 0x3F);
+    }
+    if (!IsUnicodeSpace(c)) return false;
+    i += len;
   }
   return true;
 }
@@ -147,13 +194,16 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
     }
   }
   std::optional<int64_t> timeout;
-  if (auto it = a.find("timeout_s"); it != a.end() && !it->is_null()) {
-    timeout = AsInteger(*it);
-    if (!timeout) return std::string("timeout_s must be an integer number of seconds");
+  // null is a wrong type like any other (the reference's decoder refuses it).
+  if (auto it = a.find("timeout_s"); it != a.end()) {
+    timeout = it->is_null() ? std::nullopt : AsInteger(*it);
+    if (!timeout) {
+      return std::string("timeout_s must be an integer number of seconds, not ") + it->type_name();
+    }
   }
   ExecRequest req;
-  if (auto it = a.find("stdin"); it != a.end() && !it->is_null()) {
-    if (!it->is_string()) return std::string("stdin must be a string");
+  if (auto it = a.find("stdin"); it != a.end()) {
+    if (!it->is_string()) return std::string("stdin must be a string, not ") + it->type_name();
     req.stdin_data = it->get<std::string>();
   }
   // 3. sizes, in UTF-8 bytes

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "config.h"
 
@@ -30,6 +31,8 @@ struct ExecResult {
   std::string reason;  // "", "timeout", "signal", "cancelled", ...
   int64_t queue_ms = 0;
   int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
+  // For the log: the lockdown's cost on the request's path and ahead of it.
+  int32_t lockdown_us = 0, lockdown_ahead_us = 0;
 };
 
 // What the zygote reports about its interpreter (python version, packages).
@@ -44,6 +47,8 @@ struct RuntimeReport {
 RuntimeReport ParseRuntimeReport(const nlohmann::json& j);
 
 const char* ExecToolName();
+// Every value the result's `reason` can take.
+const std::vector<std::string>& ExecReasons();
 nlohmann::json ExecInputSchema();
 nlohmann::json ExecOutputSchema();
 std::string ExecDescription(const Config& config, const RuntimeReport& runtime,

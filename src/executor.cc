@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "fs_util.h"
 #include "sandbox/layers.h"
@@ -27,6 +28,15 @@ namespace {
 
 constexpr uid_t kSandboxUid = sandbox::RunLimits{}.sandbox_uid;
 constexpr gid_t kSandboxGid = sandbox::RunLimits{}.sandbox_gid;
+
+// Gives the running slot back on every path out of Run().
+struct SlotGuard {
+  Scheduler& s;
+  explicit SlotGuard(Scheduler& sched) : s(sched) {}
+  SlotGuard(const SlotGuard&) = delete;
+  SlotGuard& operator=(const SlotGuard&) = delete;
+  ~SlotGuard() { s.Release(); }
+};
 
 // Owns the fds of one run until they are handed over or closed.
 struct Fd {
@@ -116,16 +126,12 @@ void Executor::CleanerLoop() {
     cleanups_.pop_front();
     lock.unlock();
     {
-      // The runner has reported (or was killed): its teardown ends with the
-      // zygote reaping it. Bounded: a lost zygote ends every run it had.
-      std::unique_lock<std::mutex> slot_lock(c.slot->mu);
-      if (!c.slot->cv.wait_for(slot_lock, std::chrono::seconds(10),
-                               [&] { return c.slot->exited || c.slot->lost; })) {
-        slot_lock.unlock();
-        zygote_.Kill(c.run_id);
-        slot_lock.lock();
-        c.slot->cv.wait_for(slot_lock, std::chrono::seconds(10),
-                            [&] { return c.slot->exited || c.slot->lost; });
+      // The run's end was confirmed before its answer (or the run was lost,
+      // and the zygote that held it is gone): nothing to wait for here, so
+      // cleanups never queue behind each other.
+      std::lock_guard<std::mutex> slot_lock(c.slot->mu);
+      if (!c.slot->exited && !c.slot->lost) {
+        log::Warn("run_end_unconfirmed", {{"run_id", c.run_id}});
       }
     }
     if (!RemoveTree(c.workdir)) {
@@ -181,18 +187,238 @@ void Executor::Shutdown() {
   if (!base_dir_.empty()) RemoveTree(base_dir_);
 }
 
+namespace {
+
+// The fds of one run: the supervisor's ends and the runner's (handed to the
+// zygote, then closed here).
+struct RunFds {
+  Fd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, code;
+};
+
+bool MakeRunFds(const std::string& code, RunFds* f) {
+  f->code.fd = MakeCodeMemfd(code);
+  if (f->code.fd < 0 || !MakePipe(&f->in_r, &f->in_w) || !MakePipe(&f->out_r, &f->out_w) ||
+      !MakePipe(&f->err_r, &f->err_w) || !MakePipe(&f->st_r, &f->st_w)) {
+    return false;
+  }
+  for (int fd : {f->in_w.fd, f->out_r.fd, f->err_r.fd, f->st_r.fd}) fcntl(fd, F_SETFL, O_NONBLOCK);
+  return true;
+}
+
+// What the status pipe said: at most kStatusReadMax bytes are ever kept.
+class StatusReader {
+ public:
+  // Reads what is there; false once nothing more will be read (EOF, or the
+  // bound is reached: the caller closes the pipe).
+  bool Read(int fd) {
+    for (;;) {
+      ssize_t n = read(fd, buf_ + len_, sizeof buf_ - len_);
+      if (n > 0) {
+        len_ += static_cast<size_t>(n);
+        if (len_ == sizeof buf_) return false;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 && errno == EAGAIN;
+    }
+  }
+  // The verdict, if the first record is a well-formed one.
+  const wire::LockdownVerdict* verdict() {
+    if (len_ < sizeof verdict_) return nullptr;
+    memcpy(&verdict_, buf_, sizeof verdict_);
+    if (verdict_.magic != wire::kVerdictMagic) return nullptr;
+    verdict_.error[sizeof verdict_.error - 1] = '\0';
+    return &verdict_;
+  }
+  // The runtime's note after the verdict, if any.
+  uint32_t note() const {
+    wire::RunNote n{};
+    if (len_ < sizeof(wire::LockdownVerdict) + sizeof n) return wire::kReasonNone;
+    memcpy(&n, buf_ + sizeof(wire::LockdownVerdict), sizeof n);
+    return n.magic == wire::kNoteMagic ? n.reason : wire::kReasonNone;
+  }
+
+ private:
+  char buf_[wire::kStatusReadMax];
+  size_t len_ = 0;
+  wire::LockdownVerdict verdict_{};
+};
+
+}  // namespace
+
+// The I/O of one launched run, until its runner is reaped and its output
+// pipes are closed: stdin fed, both streams read under one budget, the
+// status pipe read up to its bound, the deadline and cancellation enforced.
+struct Executor::RunIo {
+  const ExecRequest& req;
+  CancelToken& cancel;
+  RunSlot& slot;
+  RunFds& fds;
+  ExecResult& result;
+  int64_t budget;
+  StatusReader status{};
+  bool stdout_open = true, stderr_open = true, status_open = true;
+  bool killed = false, cancelled = false, exited = false, lost = false, stuck = false;
+  int wait_status = 0;
+  std::string lost_reason{};
+  size_t stdin_off = 0;
+};
+
+void Executor::PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point started_at) {
+  const auto deadline = started_at + std::chrono::seconds(io.req.timeout_s);
+  // After a kill, the zygote confirms the end within this; after the exit,
+  // the pipes close as soon as what the run left behind is killed.
+  constexpr auto kKillGrace = std::chrono::seconds(5);
+  constexpr auto kPipeGrace = std::chrono::seconds(2);
+  Clock::time_point kill_deadline{}, pipe_deadline{};
+  auto kill_run = [&] {
+    if (io.killed) return;
+    io.killed = true;
+    zygote_.Kill(run_id);
+    kill_deadline = Clock::now() + kKillGrace;
+  };
+  auto drain = [&](int fd, std::string* into, bool* open) {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) {
+        io.result.output_bytes += n;
+        int64_t keep = std::min<int64_t>(n, io.budget);
+        if (keep > 0) into->append(buf, keep), io.budget -= keep;
+        if (keep < n) io.result.truncated = true;  // read on and drop: never block the writer
+        continue;
+      }
+      if (n == 0) *open = false;
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+  };
+  if (io.req.stdin_data.empty()) io.fds.in_w.Reset();
+  while (!io.exited || io.stdout_open || io.stderr_open) {
+    auto now = Clock::now();
+    if (!io.killed && now >= deadline) {
+      io.result.timed_out = true;
+      kill_run();
+    }
+    if (io.killed && !io.exited && now >= kill_deadline) {
+      io.stuck = true;  // the sandbox did not confirm the end: not a result
+      break;
+    }
+    if (io.exited && now >= pipe_deadline) break;
+    auto until = io.exited ? pipe_deadline : io.killed ? kill_deadline : deadline;
+    int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
+
+    pollfd p[6];
+    int np = 0;
+    int i_out = -1, i_err = -1, i_st = -1, i_in = -1;
+    if (io.stdout_open) p[i_out = np++] = {io.fds.out_r.fd, POLLIN, 0};
+    if (io.stderr_open) p[i_err = np++] = {io.fds.err_r.fd, POLLIN, 0};
+    if (io.status_open) p[i_st = np++] = {io.fds.st_r.fd, POLLIN, 0};
+    if (io.fds.in_w.fd >= 0) p[i_in = np++] = {io.fds.in_w.fd, POLLOUT, 0};
+    int i_cancel = np;
+    p[np++] = {io.cancel.fd(), POLLIN, 0};
+    int i_wake = np;
+    p[np++] = {io.slot.wake_fd, POLLIN, 0};
+    int rc = poll(p, np, timeout_ms);
+    if (rc < 0 && errno != EINTR) break;
+    if (rc <= 0) continue;
+
+    if (i_out >= 0 && p[i_out].revents) drain(io.fds.out_r.fd, &io.result.stdout_data, &io.stdout_open);
+    if (i_err >= 0 && p[i_err].revents) drain(io.fds.err_r.fd, &io.result.stderr_data, &io.stderr_open);
+    if (i_st >= 0 && p[i_st].revents && !io.status.Read(io.fds.st_r.fd)) {
+      io.status_open = false;
+      io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
+    }
+    if (i_in >= 0 && p[i_in].revents) FeedStdin(io);
+    if (p[i_cancel].revents && !io.cancelled) {
+      io.cancelled = true;
+      kill_run();
+    }
+    if (p[i_wake].revents) {
+      uint64_t v;
+      (void)!read(io.slot.wake_fd, &v, sizeof v);
+      std::lock_guard<std::mutex> lock(io.slot.mu);
+      if (io.slot.lost) {
+        io.lost = true;
+        io.lost_reason = io.slot.lost_reason;
+        break;
+      }
+      if (io.slot.exited && !io.exited) {
+        io.exited = true;
+        io.wait_status = io.slot.wait_status;
+        pipe_deadline = Clock::now() + kPipeGrace;
+      }
+    }
+  }
+  // What the status pipe still holds (the verdict of a run that ended fast).
+  if (io.status_open) io.status.Read(io.fds.st_r.fd);
+  io.fds.in_w.Reset();
+}
+
+void Executor::FeedStdin(RunIo& io) {
+  const std::string& data = io.req.stdin_data;
+  ssize_t n = write(io.fds.in_w.fd, data.data() + io.stdin_off, data.size() - io.stdin_off);
+  if (n > 0) io.stdin_off += static_cast<size_t>(n);
+  // EOF after the given bytes; a reader that closed its end (EPIPE) gets the rest dropped.
+  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) io.fds.in_w.Reset();
+}
+
+// The result from the trusted side: the verdict the runner wrote before the
+// code ran, and the wait status the zygote reaped. Returns a tool error
+// message when the run never really started.
+std::optional<std::string> Executor::Settle(RunIo& io) {
+  ExecResult& r = io.result;
+  if (io.lost) return io.lost_reason;
+  if (io.stuck) return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
+  const wire::LockdownVerdict* v = io.status.verdict();
+  if (!v) {
+    std::string how = !io.exited                  ? "it was ended before its lockdown finished"
+                      : WIFSIGNALED(io.wait_status) ? "it died by signal " +
+                                                        std::to_string(WTERMSIG(io.wait_status))
+                                                  : "it exited with status " +
+                                                        std::to_string(WEXITSTATUS(io.wait_status));
+    return "the sandbox could not start this run: " + how + " before its lockdown finished";
+  }
+  if (!v->ok) return std::string("the sandbox could not lock this run down: ") + v->error;
+  r.lockdown_us = v->lockdown_us;
+  r.lockdown_ahead_us = v->ahead_us;
+  if (WIFSIGNALED(io.wait_status)) {
+    r.signal = WTERMSIG(io.wait_status);
+    r.exit_code = -1;
+  } else {
+    r.exit_code = WEXITSTATUS(io.wait_status);
+  }
+  if (r.timed_out) {
+    r.exit_code = -1;
+    r.reason = "timeout";
+  } else if (io.cancelled) {
+    r.exit_code = -1;
+    r.reason = io.cancel.reason() == CancelReason::kShutdown ? "shutdown" : "cancelled";
+  } else if (io.status.note() == wire::kReasonMemory && r.exit_code == 1) {
+    r.reason = "memory";  // an uncaught MemoryError: what only Python knows
+  } else if (r.signal) {
+    r.reason = ReasonForSignal(r.signal);
+  }
+  return std::nullopt;
+}
+
 std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, CancelToken& cancel) {
   auto queued_at = Clock::now();
-  if (!scheduler_.Acquire([&] { return cancel.cancelled(); })) {
-    return std::string("the run was cancelled before it started");
+  // A cancelled call leaves the queue at once: the token wakes the scheduler.
+  cancel.OnCancel([this] { scheduler_.Wake(); });
+  bool acquired = scheduler_.Acquire([&] { return cancel.cancelled(); });
+  cancel.OnCancel(nullptr);
+  if (!acquired) {
+    return std::string(cancel.reason() == CancelReason::kShutdown
+                           ? "the server is shutting down; this call was still queued and did not run"
+                           : "the run was cancelled before it started");
   }
   // From here on the slot is ours until the answer is ready.
+  SlotGuard slot_guard(scheduler_);
   ExecResult result;
   result.queue_ms = Millis(Clock::now() - queued_at);
   uint64_t run_id = next_run_id_++;
-
   auto fail_early = [&](const std::string& what) -> std::variant<ExecResult, std::string> {
-    scheduler_.Release();
     log::Error("run_not_started", {{"run_id", run_id}, {"error", what}});
     return "internal error: " + what;
   };
@@ -210,21 +436,18 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
     RemoveTree(workdir);
     return fail_early(std::string("chown(workdir): ") + strerror(errno));
   }
-  Fd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w;
-  Fd code_fd(MakeCodeMemfd(req.code));
-  if (!MakePipe(&in_r, &in_w) || !MakePipe(&out_r, &out_w) || !MakePipe(&err_r, &err_w) ||
-      !MakePipe(&st_r, &st_w) || code_fd.fd < 0) {
+  RunFds fds;
+  if (!MakeRunFds(req.code, &fds)) {
     RemoveTree(workdir);
     return fail_early(std::string("pipes: ") + strerror(errno));
   }
-  for (int fd : {in_w.fd, out_r.fd, err_r.fd, st_r.fd}) fcntl(fd, F_SETFL, O_NONBLOCK);
-
   auto slot = std::make_shared<RunSlot>();
   slot->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   wire::RunParams params{};
   snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
   params.timeout_s = req.timeout_s;
-  int child_fds[wire::kRunFdCount] = {in_r.fd, out_w.fd, err_w.fd, st_w.fd, code_fd.fd};
+  int child_fds[wire::kRunFdCount] = {fds.in_r.fd, fds.out_w.fd, fds.err_w.fd, fds.st_w.fd,
+                                      fds.code.fd};
 
   auto started_at = Clock::now();
   const int64_t started_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -233,170 +456,40 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
     std::lock_guard<std::mutex> lock(mu_);
     active_starts_.insert(started_realtime_ns);
   }
-  std::string launch_error;
   auto run_over = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     active_starts_.erase(active_starts_.find(started_realtime_ns));
   };
+  std::string launch_error;
   if (!zygote_.Launch(run_id, params, child_fds, slot, &launch_error)) {
     run_over();
     RemoveTree(workdir);
     close(slot->wake_fd);
-    scheduler_.Release();
     return launch_error;
   }
   // The runner holds its own copies now; ours would keep the pipes open.
-  in_r.Reset(), out_w.Reset(), err_w.Reset(), st_w.Reset(), code_fd.Reset();
+  fds.in_r.Reset(), fds.out_w.Reset(), fds.err_w.Reset(), fds.st_w.Reset(), fds.code.Reset();
 
-  const auto deadline = started_at + std::chrono::seconds(req.timeout_s);
-  Clock::time_point grace_deadline{};
-  bool killed = false, cancelled = false, lost = false;
-  std::string lost_reason;
-  bool reported = false;
-  // exit status, reason, lockdown µs on the request path and ahead of it
-  int32_t report[4] = {0, wire::kReasonNone, 0, 0};
-  std::string status_buf;
-  size_t stdin_off = 0;
-  int64_t budget = config_.max_output_bytes;
-  bool stdout_open = true, stderr_open = true, status_open = true;
-  if (req.stdin_data.empty()) in_w.Reset();
-
-  auto kill_run = [&] {
-    if (!killed) zygote_.Kill(run_id);
-    killed = true;
-    grace_deadline = Clock::now() + std::chrono::seconds(5);
-  };
-  auto drain = [&](int fd, std::string* into, bool* open) {
-    char buf[65536];
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) {
-        result.output_bytes += n;
-        int64_t keep = std::min<int64_t>(n, budget);
-        if (keep > 0) into->append(buf, keep), budget -= keep;
-        if (keep < n) result.truncated = true;  // read on and drop: never block the writer
-        continue;
-      }
-      if (n == 0) *open = false;
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-  };
-
-  while (stdout_open || stderr_open || (status_open && !reported)) {
-    auto now = Clock::now();
-    if (!killed && now >= deadline) {
-      result.timed_out = true;
-      kill_run();
-    }
-    if (killed && now >= grace_deadline) break;  // the tree is dead; stop waiting on stragglers
-    auto until = killed ? grace_deadline : deadline;
-    int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
-
-    pollfd p[6];
-    int np = 0;
-    int i_out = -1, i_err = -1, i_st = -1, i_in = -1;
-    if (stdout_open) p[i_out = np++] = {out_r.fd, POLLIN, 0};
-    if (stderr_open) p[i_err = np++] = {err_r.fd, POLLIN, 0};
-    if (status_open) p[i_st = np++] = {st_r.fd, POLLIN, 0};
-    if (in_w.fd >= 0) p[i_in = np++] = {in_w.fd, POLLOUT, 0};
-    int i_cancel = np;
-    p[np++] = {cancel.fd(), POLLIN, 0};
-    int i_wake = np;
-    p[np++] = {slot->wake_fd, POLLIN, 0};
-    int rc = poll(p, np, timeout_ms);
-    if (rc < 0 && errno != EINTR) break;
-    if (rc <= 0) continue;
-
-    if (i_out >= 0 && p[i_out].revents) drain(out_r.fd, &result.stdout_data, &stdout_open);
-    if (i_err >= 0 && p[i_err].revents) drain(err_r.fd, &result.stderr_data, &stderr_open);
-    if (i_st >= 0 && p[i_st].revents) {
-      char buf[16];
-      ssize_t n = read(st_r.fd, buf, sizeof buf);
-      if (n > 0) status_buf.append(buf, n);
-      if (n == 0) status_open = false;
-      if (status_buf.size() >= sizeof report && !reported) {
-        memcpy(report, status_buf.data(), sizeof report);
-        reported = true;
-      }
-    }
-    if (i_in >= 0 && p[i_in].revents) {
-      if (p[i_in].revents & (POLLERR | POLLHUP)) {
-        in_w.Reset();  // the code closed stdin or exited: what it did not read is dropped
-      } else {
-        ssize_t n = write(in_w.fd, req.stdin_data.data() + stdin_off, req.stdin_data.size() - stdin_off);
-        if (n > 0) stdin_off += n;
-        if ((n < 0 && errno != EAGAIN && errno != EINTR) || stdin_off == req.stdin_data.size()) {
-          in_w.Reset();  // EOF after the given bytes
-        }
-      }
-    }
-    if (p[i_cancel].revents && !cancelled) {
-      cancelled = true;
-      kill_run();
-    }
-    if (p[i_wake].revents) {
-      uint64_t v;
-      (void)!read(slot->wake_fd, &v, sizeof v);
-      std::lock_guard<std::mutex> lock(slot->mu);
-      if (slot->lost && !lost) {
-        lost = true;
-        lost_reason = slot->lost_reason;
-        break;
-      }
-    }
-  }
-  in_w.Reset();
+  RunIo io{req, cancel, *slot, fds, result, config_.max_output_bytes};
+  PumpUntilEnded(io, run_id, started_at);
   result.duration_ms = Millis(Clock::now() - started_at);
   run_over();
-
-  if (!lost && !reported) {
-    // No report: the runner died by a signal (or was killed). Its wait status
-    // comes from the zygote.
-    std::unique_lock<std::mutex> lock(slot->mu);
-    slot->cv.wait_for(lock, std::chrono::seconds(10), [&] { return slot->exited || slot->lost; });
-    if (slot->lost) lost = true, lost_reason = slot->lost_reason;
-    if (slot->exited) {
-      int ws = slot->wait_status;
-      if (WIFSIGNALED(ws)) {
-        result.signal = WTERMSIG(ws);
-        result.exit_code = -1;
-      } else if (WIFEXITED(ws)) {
-        result.exit_code = WEXITSTATUS(ws);
-      }
-    } else if (!lost) {
-      result.exit_code = -1;
-    }
-  } else if (reported) {
-    result.exit_code = report[0] & 0xFF;
-  }
-  if (result.timed_out) {
-    result.exit_code = -1;
-    result.reason = "timeout";
-  } else if (cancelled) {
-    result.exit_code = -1;
-    result.reason = "cancelled";
-  } else if (reported && report[1] == wire::kReasonMemory) {
-    result.reason = "memory";
-  } else if (result.signal) {
-    result.reason = ReasonForSignal(result.signal);
-  }
-  if (reported && report[1] == wire::kReasonLockdown) {
-    // Not the code's doing: the run never started. Say so as a tool error.
-    lost = true;
-    lost_reason = RepairUtf8(result.stderr_data);
-    while (!lost_reason.empty() && lost_reason.back() == '\n') lost_reason.pop_back();
-  }
-
+  std::optional<std::string> tool_error = Settle(io);
+  if (tool_error) zygote_.Kill(run_id);  // whatever is left of it
   {
     std::lock_guard<std::mutex> lock(mu_);
     cleanups_.push_back({run_id, slot, workdir});
   }
   cv_.notify_all();
-  // The slot goes back with the answer: a client that calls again as soon as
-  // it has its result must find room. Teardown goes on in the background.
-  scheduler_.Release();
+  // The slot goes back with the answer (SlotGuard): a client that calls
+  // again as soon as it has its result must find room.
+  Report(run_id, req, result, tool_error.has_value());
+  if (tool_error) return *tool_error;
+  return result;
+}
 
+void Executor::Report(uint64_t run_id, const ExecRequest& req, const ExecResult& result,
+                      bool failed) {
   log::Info("run", {{"run_id", run_id},
                     {"exit_code", result.exit_code},
                     {"duration_ms", result.duration_ms},
@@ -407,25 +500,19 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
                     {"truncated", result.truncated},
                     {"timed_out", result.timed_out},
                     {"signal", result.signal},
-                    {"reason", lost ? "lost" : result.reason},
+                    {"reason", failed ? "lost" : result.reason},
                     {"code_bytes", req.code.size()},
                     {"stdin_bytes", req.stdin_data.size()},
-                    {"lockdown_us", reported ? report[2] : -1},
-                    {"lockdown_ahead_us", reported ? report[3] : -1}});
-  if (metrics_) {
-    std::string outcome = lost                              ? "lost"
-                          : result.timed_out                ? "timeout"
-                          : !result.reason.empty() && result.reason != "signal" ? result.reason
-                          : result.signal                   ? "signal"
-                          : result.exit_code != 0           ? "error"
-                                                            : "ok";
-    metrics_->RecordRun(outcome, result.duration_ms / 1000.0, result.queue_ms / 1000.0);
-  }
-  if (lost) {
-    zygote_.Kill(run_id);
-    return lost_reason;
-  }
-  return result;
+                    {"lockdown_us", failed ? -1 : result.lockdown_us},
+                    {"lockdown_ahead_us", failed ? -1 : result.lockdown_ahead_us}});
+  if (!metrics_) return;
+  std::string outcome = failed                                                  ? "lost"
+                        : result.timed_out                                      ? "timeout"
+                        : !result.reason.empty() && result.reason != "signal" ? result.reason
+                        : result.signal                                         ? "signal"
+                        : result.exit_code != 0                                 ? "error"
+                                                                                : "ok";
+  metrics_->RecordRun(outcome, result.duration_ms / 1000.0, result.queue_ms / 1000.0);
 }
 
 }  // namespace mcpexec

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -50,6 +52,13 @@ class Executor {
   const std::string& base_dir() const { return base_dir_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct RunIo;
+  void PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point started_at);
+  void FeedStdin(RunIo& io);
+  std::optional<std::string> Settle(RunIo& io);
+  void Report(uint64_t run_id, const ExecRequest& req, const ExecResult& result, bool failed);
+
   struct Cleanup {
     uint64_t run_id;
     std::shared_ptr<RunSlot> slot;

@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -43,7 +44,10 @@ int main(int argc, char** argv) {
   log::SetLevel(config.log_level);
   // Same-uid processes (runs, in the container posture) may not read our
   // memory, environment or fds through /proc.
-  prctl(PR_SET_DUMPABLE, 0);
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) {
+    fprintf(stderr, "mcp-exec: prctl(PR_SET_DUMPABLE, 0): %s\n", strerror(errno));
+    return 1;
+  }
   if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
 
   // Termination signals are read from a signalfd by the transport; block them
@@ -87,12 +91,20 @@ int main(int argc, char** argv) {
                                  {"why", "the interpreter is embedded; runs use Python " +
                                              zygote.report().python_version}});
   }
+  if (config.default_timeout_s > config.max_timeout_s) {
+    log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
+                                 {"value", config.default_timeout_s},
+                                 {"effective", config.max_timeout_s},
+                                 {"why", "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
+                                         "get the maximum"}});
+  }
   log::Info("start", {{"version", MCP_EXEC_VERSION},
                       {"transport", TransportName(config.transport)},
                       {"max_concurrent", config.max_concurrent},
                       {"max_queue", config.max_queue},
                       {"default_timeout_s", config.default_timeout_s},
                       {"max_timeout_s", config.max_timeout_s},
+                      {"memory_limit_mb", config.memory_limit_mb},
                       {"max_output_bytes", config.max_output_bytes},
                       {"max_stdin_bytes", config.max_stdin_bytes},
                       {"auth", !config.auth_token.empty()}});

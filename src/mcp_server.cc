@@ -33,8 +33,13 @@ McpSession::McpSession(ToolBackend& backend, Sender send)
     : backend_(backend), send_(std::move(send)) {}
 
 McpSession::~McpSession() {
+  // Call threads hold `this`: none may outlive it. Cancelled runs end within
+  // the executor's own bounds (kill grace, pipe grace, a queue that wakes on
+  // cancel), so this wait ends; it is not cut short by a timeout.
   CancelAll();
-  WaitIdle(std::chrono::seconds(30));
+  while (!WaitIdle(std::chrono::seconds(30))) {
+    log::Warn("session_waits_for_calls", {{"in_flight", in_flight()}});
+  }
 }
 
 std::string McpSession::protocol_version() const {

@@ -91,7 +91,9 @@ int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd) {
     }
   }
   log::Info("stdio_stopping", {{"reason", stop_reason}, {"in_flight", session.in_flight()}});
-  session.CancelAll();
+  // Every call still in flight is answered before we exit: its output so
+  // far with reason "shutdown" (or a tool error if it was still queued).
+  session.CancelAll(CancelReason::kShutdown);
   session.WaitIdle(std::chrono::seconds(30));
   return 0;
 }

@@ -44,10 +44,33 @@ constexpr size_t kMaxPayload = 256 * 1024;
 // supervisor then starts it again with fewer.
 constexpr int64_t kFatalNamespaces = 1;
 
-// What a runner writes on its status pipe: int32 exit status, reason code,
-// and the microseconds its lockdown took on the request's path and, for a
-// spare, ahead of it.
-enum RunReason : int32_t { kReasonNone = 0, kReasonMemory = 1, kReasonLockdown = 2 };
+// The status pipe of a run. The supervisor trusts exactly one record on it:
+// the verdict on the runner's own lockdown, written by mcp-exec's code before
+// any of the caller's code runs (so nothing the code writes can come before
+// it). The exit status and signal never travel here: they come from the
+// zygote's wait status. After the verdict, the runtime may add one RunNote
+// (what only Python knows), which the supervisor validates against the real
+// exit status; anything else is ignored and never buffered.
+constexpr uint32_t kVerdictMagic = 0x4d435856;  // "VXCM"
+constexpr uint32_t kNoteMagic = 0x4d43584e;     // "NXCM"
+struct LockdownVerdict {
+  uint32_t magic;
+  uint32_t ok;           // 1: every layer holds and the code is about to run
+  int32_t lockdown_us;   // the lockdown's cost on the request's path
+  int32_t ahead_us;      // and ahead of it (spares)
+  char error[240];       // ok == 0: which layer failed, NUL-terminated
+};
+static_assert(sizeof(LockdownVerdict) == 256, "one atomic pipe write");
+
+enum RunReason : uint32_t { kReasonNone = 0, kReasonMemory = 1 };
+struct RunNote {
+  uint32_t magic;
+  uint32_t reason;  // RunReason: kReasonMemory for an uncaught MemoryError
+};
+
+// What the supervisor reads of a status pipe at most; past it the pipe is
+// closed (the runner's further writes fail with EPIPE).
+constexpr size_t kStatusReadMax = sizeof(LockdownVerdict) + sizeof(RunNote);
 
 // Returns false with errno set on failure. Retries EINTR.
 bool Send(int sock, const Header& h, const void* payload, size_t len, const int* fds, int nfds);

@@ -62,7 +62,7 @@ bool ApplyInRunner(const RunLimits& l, pid_t zygote_pid, std::string* error) {
     return false;
   }
   // Other processes of the same uid may not read our /proc files or ptrace us.
-  prctl(PR_SET_DUMPABLE, 0);
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) return *error = Err("prctl(PR_SET_DUMPABLE, 0)"), false;
   return true;
 }
 

@@ -1,14 +1,48 @@
 #include "sandbox/fds.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "wire.h"
 
 namespace mcpexec::sandbox::fds {
+
+namespace {
+
+bool CloseRange(unsigned first, unsigned last) {
+  if (first > last) return true;
+  if (syscall(SYS_close_range, first, last, 0) == 0) return true;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return false;
+  // Descriptors at or above the soft limit may exist (inherited before it
+  // was lowered): go up to the hard limit, bounded.
+  rlim_t top = std::min<rlim_t>(std::max(rl.rlim_cur, rl.rlim_max), 1 << 20);
+  for (rlim_t fd = first; fd <= last && fd < top; ++fd) close(static_cast<int>(fd));
+  return true;
+}
+
+// True when the only open fds are 0, 1, 2 and status_fd.
+bool OnlyExpectedOpen(int status_fd) {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return false;
+  int self = dirfd(d);
+  bool ok = true;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != status_fd && fd != self) ok = false;
+  }
+  closedir(d);
+  return ok;
+}
+
+}  // namespace
 
 int StatusFd(int64_t max_open_files) {
   return static_cast<int>(std::min<int64_t>(1000, max_open_files - 1));
@@ -27,9 +61,11 @@ bool ApplyInRunner(const std::vector<int>& fds, int status_fd) {
       dup2(moved[wire::kStderr], 2) < 0 || dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) < 0) {
     return false;
   }
-  syscall(SYS_close_range, 3, status_fd - 1, 0);
-  syscall(SYS_close_range, status_fd + 1, ~0U, 0);
-  return true;
+  // Everything else goes. A profile may refuse close_range (ENOSYS, EPERM):
+  // then one close() per fd up to the limit, and a check that none is left,
+  // so that a layer reporting success really holds.
+  if (!CloseRange(3, status_fd - 1) || !CloseRange(status_fd + 1, ~0U)) return false;
+  return OnlyExpectedOpen(status_fd);
 }
 
 }  // namespace mcpexec::sandbox::fds

@@ -36,6 +36,20 @@ TEST(ExecValidationTest, EmptyCode) {
   EXPECT_EQ(ErrorOf({{"code", nullptr}}), "code must not be empty");
 }
 
+TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
+  // Go's strings.TrimSpace: \v \f \r U+0085 U+00A0 U+1680 U+2000..U+200A
+  // U+2028 U+2029 U+202F U+205F U+3000.
+  EXPECT_EQ(ErrorOf({{"code", "\v\f\r \xC2\x85\xC2\xA0\xE3\x80\x80"}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", "\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8\xE2\x80\xA9"
+                              "\xE2\x80\xAF\xE2\x81\x9F"}}),
+            "code must not be empty");
+  // Not white space: a zero-width space (U+200B), NUL, an invalid byte, a letter.
+  EXPECT_EQ(ErrorOf({{"code", "\xE2\x80\x8B"}}), "");
+  EXPECT_EQ(ErrorOf({{"code", std::string(" \0 ", 3)}}), "");
+  EXPECT_EQ(ErrorOf({{"code", " \xFF "}}), "");
+  EXPECT_EQ(ErrorOf({{"code", "\xC2\xA0x"}}), "");
+}
+
 TEST(ExecValidationTest, CodeIsCheckedBeforeUnknownArgumentsAndTypes) {
   EXPECT_EQ(ErrorOf({{"bogus", 1}}), "code must not be empty");
   EXPECT_EQ(ErrorOf({{"code", " "}, {"timeout_s", "5"}}), "code must not be empty");
@@ -88,7 +102,12 @@ TEST(ExecValidationTest, TimeoutClamping) {
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 301}}).timeout_s, 300);
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1e300}}).timeout_s, 300);
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 18446744073709551615ull}}).timeout_s, 300);
-  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", nullptr}}).timeout_s, 30);
+}
+
+TEST(ExecValidationTest, NullIsAWrongTypeNamingTheArgument) {
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"timeout_s", nullptr}}),
+            "timeout_s must be an integer number of seconds, not null");
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", nullptr}}), "stdin must be a string, not null");
 }
 
 TEST(ExecValidationTest, DefaultAboveMaxIsClamped) {
@@ -147,6 +166,27 @@ TEST(ExecDescriptionTest, StatesLiveLimitsAndPackages) {
     EXPECT_NE(d.find(s), std::string::npos) << s << " in " << d;
   }
   EXPECT_EQ(d.find("pandas"), std::string::npos) << "a package that is not importable is not promised";
+}
+
+TEST(ExecDescriptionTest, StatesTheMemoryLimitAndTheEffectiveDefault) {
+  Config c = TestConfig();
+  c.default_timeout_s = 600;  // above the cap: calls get the cap
+  c.max_timeout_s = 120;
+  c.memory_limit_mb = 384;
+  std::string d = ExecDescription(c, RuntimeReport{}, "");
+  EXPECT_NE(d.find("defaults to 120 s"), std::string::npos) << d;
+  EXPECT_EQ(d.find("600"), std::string::npos) << "a default the model never gets: " << d;
+  EXPECT_NE(d.find("memory 384 MiB"), std::string::npos) << d;
+}
+
+TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
+  json reason = ExecOutputSchema()["properties"]["reason"];
+  std::vector<std::string> all = {"timeout", "memory", "cpu", "file_size", "seccomp",
+                                  "signal", "cancelled", "shutdown"};
+  EXPECT_EQ(reason["enum"], json(all));
+  for (const auto& r : all) {
+    EXPECT_NE(reason["description"].get<std::string>().find(r + " ("), std::string::npos) << r;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,239 @@
+// Regressions of the outside security review (issue 13) that show through
+// the stdio transport: the status channel, the end of a run, shutdown,
+// cancellation in the queue, tracebacks, validation slips, fresh secrets.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t MillisSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+
+// The record the runner used to write on fd 1000 (status, reason, two
+// timings), which the supervisor trusted; and a fake of today's verdict.
+const char kForgeReport[] = R"(
+import os, struct, time
+for record in (struct.pack("iiii", 0, 0, 0, 0), struct.pack("IIii240s", 0x4d435856, 1, 0, 0, b"")):
+    try:
+        os.write(1000, record)
+    except OSError:
+        pass  # the supervisor closed its end: it reads no more than its bound
+os.close(1)
+os.close(2)
+time.sleep(60)
+)";
+
+TEST(StatusChannelTest, AForgedReportDoesNotEndTheCallBeforeItsDeadline) {
+  ServerProcess s;
+  s.Initialize();
+  auto t0 = Clock::now();
+  json r = s.Exec(kForgeReport, {{"timeout_s", 2}});
+  EXPECT_EQ(r["timed_out"], true) << r.dump();
+  EXPECT_EQ(r["exit_code"], -1);
+  EXPECT_GE(MillisSince(t0), 1900) << "answered before the deadline: " << r.dump();
+  EXPECT_LT(MillisSince(t0), 9000);
+}
+
+TEST(StatusChannelTest, ForgedCallsAllEndAtTheirDeadlinesInParallel) {
+  ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "5"}});
+  s.Initialize();
+  auto t0 = Clock::now();
+  std::vector<json> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(s.NextId());
+    s.SendCall(ids.back(), {{"code", kForgeReport}, {"timeout_s", 2}});
+  }
+  for (const json& id : ids) {
+    json r = s.WaitForId(id, 30000);
+    EXPECT_EQ(r["result"]["structuredContent"]["timed_out"], true) << r.dump();
+  }
+  // Five deadlines of 2 s, killed together: never one cleanup after another.
+  EXPECT_LT(MillisSince(t0), 8000);
+  EXPECT_TRUE(WaitUntil([&] { return ChildrenOf(s.ZygotePid(), false).size() <= 5; }, 5000))
+      << "only spares are left";
+  // The slots are free again: a call runs at once.
+  EXPECT_EQ(s.Exec("print('free')")["stdout"], "free\n");
+}
+
+TEST(StatusChannelTest, AForgedLockdownFailureIsNotAToolError) {
+  ServerProcess s;
+  s.Initialize();
+  // The old "lockdown failed" record, and a verdict saying the same.
+  json r = s.Call({{"code", R"(
+import os, struct, sys
+for record in (struct.pack("iiii", 125, 2, 0, 0),
+               struct.pack("IIii240s", 0x4d435856, 0, 0, 0, b"forged by the run")):
+    try:
+        os.write(1000, record)
+    except OSError:
+        pass
+sys.stderr.write("mcp-exec: sandbox lockdown failed: forged\n")
+print("still mine")
+)"}});
+  EXPECT_EQ(r.value("isError", false), false) << r.dump();
+  EXPECT_EQ(r["structuredContent"]["exit_code"], 0);
+  EXPECT_EQ(r["structuredContent"]["stdout"], "still mine\n");
+}
+
+TEST(StatusChannelTest, TheExitStatusComesFromTheWaitStatus) {
+  ServerProcess s;
+  s.Initialize();
+  // A report claiming status 0, then exit 7: the answer says 7.
+  json r = s.Exec("import os, struct\nos.write(1000, struct.pack('iiii', 0, 0, 0, 0))\nos._exit(7)");
+  EXPECT_EQ(r["exit_code"], 7) << r.dump();
+  // A forged memory note on a run that exits 0 is not believed.
+  r = s.Exec("import os, struct\nos.write(1000, struct.pack('II', 0x4d43584e, 1))\nprint('x')");
+  EXPECT_EQ(r["exit_code"], 0);
+  EXPECT_FALSE(r.contains("reason")) << r.dump();
+}
+
+TEST(StatusChannelTest, EndlessWritesToTheStatusPipeAreNotBuffered) {
+  ServerProcess s;
+  s.Initialize();
+  s.Exec("print(1)");
+  long before = RssKiB(s.pid());
+  json r = s.Exec(R"(
+import os
+chunk = b"x" * 65536
+written = 0
+try:
+    while written < 200 * 2**20:
+        written += os.write(1000, chunk)
+    print("all", written)
+except OSError as e:
+    print("refused after", written, e.errno)
+)",
+                  {{"timeout_s", 20}});
+  EXPECT_EQ(r["stdout"].get<std::string>().rfind("refused after", 0), 0u) << r.dump();
+  long after = RssKiB(s.pid());
+  EXPECT_LT(after - before, 16 * 1024) << "supervisor RSS " << before << " -> " << after << " KiB";
+}
+
+TEST(ShutdownTest, SigtermAnswersTheRunningCallWithItsOutputSoFar) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "1"}, {"MCP_EXEC_MAX_QUEUE", "2"}});
+    s.Initialize();
+    json running = s.NextId(), queued = s.NextId();
+    std::string m = Marker("4600");
+    s.SendCall(running, {{"code", "import subprocess\nprint('so far', flush=True)\n"
+                                  "subprocess.run(['sleep', '" + m + "'])"}});
+    ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 20000));
+    s.SendCall(queued, {{"code", "print('never')"}});
+    usleep(200000);
+    kill(s.pid(), sig);
+    json a = s.WaitForId(running, 15000);
+    ASSERT_TRUE(a.contains("result")) << a.dump();
+    EXPECT_EQ(a["result"]["isError"], false) << a.dump();
+    EXPECT_EQ(a["result"]["structuredContent"]["reason"], "shutdown");
+    EXPECT_EQ(a["result"]["structuredContent"]["stdout"], "so far\n");
+    EXPECT_EQ(a["result"]["structuredContent"]["exit_code"], -1);
+    json b = s.WaitForId(queued, 15000);
+    EXPECT_EQ(b["result"]["isError"], true) << b.dump();
+    EXPECT_NE(b["result"]["content"][0]["text"].get<std::string>().find("shutting down"),
+              std::string::npos);
+    EXPECT_EQ(s.Wait(15000), 0) << "signal " << sig;
+    EXPECT_TRUE(PidsWithCmdlineContaining(m).empty());
+  }
+}
+
+TEST(ShutdownTest, EofAnswersTheRunningCall) {
+  ServerProcess s;
+  s.Initialize();
+  json id = s.NextId();
+  std::string m = s.StartSleepingRun(id, "4700");
+  ASSERT_FALSE(m.empty());
+  s.CloseStdin();
+  json a = s.WaitForId(id, 15000);
+  EXPECT_EQ(a["result"]["structuredContent"]["reason"], "shutdown") << a.dump();
+  EXPECT_EQ(s.Wait(15000), 0);
+}
+
+TEST(QueueTest, ACancelledQueuedCallFreesItsPlaceAtOnce) {
+  ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "1"}, {"MCP_EXEC_MAX_QUEUE", "1"}});
+  s.Initialize();
+  json running = s.NextId(), queued = s.NextId();
+  s.SendCall(running, {{"code", "import time; time.sleep(3)"}});
+  usleep(300000);
+  s.SendCall(queued, {{"code", "print('queued')"}});
+  usleep(200000);
+  s.Send({{"jsonrpc", "2.0"},
+          {"method", "notifications/cancelled"},
+          {"params", {{"requestId", queued}, {"reason", "test"}}}});
+  usleep(200000);
+  // The queue has room again while the first call still runs.
+  json later = s.Call({{"code", "print('later')"}}, 20000);
+  EXPECT_EQ(later.value("isError", false), false) << later.dump();
+  EXPECT_EQ(later["structuredContent"]["stdout"], "later\n");
+  EXPECT_EQ(s.WaitForId(running)["result"]["structuredContent"]["exit_code"], 0);
+}
+
+// What `python3 main.py` prints for the same file.
+std::string Python3Traceback(const std::string& code) {
+  char dir[] = "/tmp/mcp-exec-tb-XXXXXX";
+  if (!mkdtemp(dir)) return "";
+  std::string d = dir;
+  std::ofstream(d + "/main.py") << code;
+  std::string cmd = "cd " + d + " && /usr/bin/python3 main.py 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  unlink((d + "/main.py").c_str());
+  rmdir(d.c_str());
+  // python3 names the file by its absolute path; a run's file is main.py.
+  for (size_t at; (at = out.find(d + "/")) != std::string::npos;) out.erase(at, d.size() + 1);
+  return out;
+}
+
+TEST(TracebackTest, CaretsAreWherePython3PutsThem) {
+  ServerProcess s;
+  s.Initialize();
+  for (std::string code : {"print(2); foo(1)", "x = 1\nprint(2); foo(1)",
+                           "s = '\f'\nx = 1\n\n  # \xE2\x80\xA8\nprint(2); foo(1)",
+                           "y = {'a': 1}\ny['a'] + y['b']", "print(2); foo(1)\n"}) {
+    json r = s.Exec(code);
+    std::string expected = Python3Traceback(code);
+    // python3 prints "2\n" first on the same stream; ours is on stdout.
+    ASSERT_EQ(expected.rfind("2\n", 0) == 0 ? "2\n" : "", r["stdout"]) << code;
+    if (expected.rfind("2\n", 0) == 0) expected = expected.substr(2);
+    EXPECT_EQ(r["stderr"], expected) << "code: " << code;
+  }
+}
+
+TEST(ValidationTest, UnicodeWhitespaceIsEmptyAndNullIsAWrongType) {
+  ServerProcess s;
+  s.Initialize();
+  json r = s.Call({{"code", "\v\f\r \xC2\x85\xC2\xA0\xE3\x80\x80"}});
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["content"][0]["text"], "code must not be empty");
+  for (const char* arg : {"stdin", "timeout_s"}) {
+    r = s.Call({{"code", "print(1)"}, {arg, nullptr}});
+    EXPECT_EQ(r["isError"], true) << arg;
+    EXPECT_NE(r["content"][0]["text"].get<std::string>().find(arg), std::string::npos) << r.dump();
+  }
+}
+
+TEST(FreshSecretsTest, MultiprocessingAuthkeyDiffersInEveryRun) {
+  ServerProcess s;
+  s.Initialize();
+  std::string code = "import multiprocessing\nprint(multiprocessing.current_process().authkey.hex())";
+  std::string a = s.Exec(code)["stdout"], b = s.Exec(code)["stdout"];
+  EXPECT_EQ(a.size(), 65u) << a;
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
