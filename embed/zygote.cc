@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pybind11/embed.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -42,6 +43,7 @@ namespace {
 struct Spare {
   pid_t pid;
   int sock;
+  std::string cgroup;  // its cgroup's name, "" without the cgroup layer
 };
 
 struct Zygote {
@@ -49,8 +51,17 @@ struct Zygote {
   int sigfd = -1;
   pid_t self = 0;
   sigset_t original_mask;
-  std::map<pid_t, uint64_t> runners;  // live runner pid -> run id
+  // A live run: its top process (the run's init when runs have their own pid
+  // namespace) and the socket its init reports the runner's wait status on.
+  struct Run {
+    uint64_t run_id;
+    int sock;
+    std::string cgroup;
+  };
+  uint64_t next_cgroup = 0;
+  std::map<pid_t, Run> runners;
   std::deque<Spare> spares;
+  std::vector<Spare> retired;  // spares killed unused, until reaped
   size_t want_spares = 1;
   bool spare_fork_failed = false;  // retry on the next event, not in a loop
   sandbox::Sandbox sandbox;
@@ -130,7 +141,9 @@ std::string ReadAll(int fd) {
 }
 
 // Runs first in every runner, right after the fork, before it knows its run.
-void RunnerPrepare(const Zygote& z) {
+// expected_parent: the zygote, or 1 for a runner under its own init (0: the
+// parent lives in another pid namespace and is not visible).
+void RunnerPrepare(const Zygote& z, pid_t expected_parent) {
   // The zygote's own descriptors are not the runner's business.
   close(z.control);
   close(z.sigfd);
@@ -143,7 +156,7 @@ void RunnerPrepare(const Zygote& z) {
   // so the deadline can find and kill it even after setsid() or a double fork.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != z.self) _exit(127);
+  if (getppid() != expected_parent) _exit(127);
 }
 
 // This runner's lockdown: how far it got, and what it cost before and on
@@ -227,8 +240,8 @@ bool ParseRun(const std::string& payload, const std::vector<int>& fds, wire::Run
   return true;
 }
 
-// fork() of a runner through CPython's hooks. Returns 0 in the child.
-pid_t ForkRunner(Zygote& z, std::string* error) {
+// fork() through CPython's hooks. Returns 0 in the child.
+pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error) {
   // A native thread pool started by an import would be copied as a lock held
   // by nobody: refuse to fork rather than hand out a broken runner.
   int tasks = CountTasks();
@@ -241,7 +254,7 @@ pid_t ForkRunner(Zygote& z, std::string* error) {
   pid_t pid = fork();
   if (pid == 0) {
     PyOS_AfterFork_Child();
-    RunnerPrepare(z);
+    RunnerPrepare(z, child_expects_parent);
     return 0;
   }
   int err = errno;
@@ -251,14 +264,93 @@ pid_t ForkRunner(Zygote& z, std::string* error) {
   return pid;
 }
 
+// The init of a run's own pid namespace: it never runs the caller's code,
+// holds nothing but its report socket, reaps what the run leaves, and when
+// the runner ends, reports the runner's real wait status to the zygote and
+// exits, which kills whatever is left in the namespace at once.
+[[noreturn]] void ReaperMain(pid_t runner, int sock) {
+  syscall(SYS_close_range, 0, sock - 1, 0);
+  syscall(SYS_close_range, sock + 1, ~0U, 0);
+  int runner_status = 0;
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid == runner) {
+      runner_status = status;
+      break;
+    }
+    if (pid < 0 && errno != EINTR) _exit(127);  // the runner vanished unseen
+  }
+  wire::Header h{wire::Type::kExited, 0, 0, runner_status};
+  wire::Send(sock, h, nullptr, 0, nullptr, 0);
+  _exit(0);
+}
+
+// Forks a sandboxed process: returns 0 in the runner; in the zygote, the
+// pid to watch (the run's init when runs get a pid namespace of their own).
+// reaper_sock: where that init reports the runner's wait status.
+pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string* error) {
+  const sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
+  cgroup->clear();
+  if (cg.version > 0) {
+    // The run's cgroup exists before its first process: that process joins
+    // it before it forks anything, so nothing of the run is ever outside.
+    std::string name = "r" + std::to_string(++z.next_cgroup);
+    if (!sandbox::cgroups::Create(cg, z.sandbox.limits, name, error)) return -1;
+    *cgroup = name;
+  }
+  auto join = [&] {
+    std::string ignored;
+    if (!cgroup->empty() && !sandbox::cgroups::Join(cg, *cgroup, &ignored)) _exit(127);
+  };
+  if (!z.sandbox.run_pidns) {
+    pid_t pid = ForkPython(z, z.self, error);
+    if (pid == 0) join();
+    if (pid < 0 && !cgroup->empty()) sandbox::cgroups::Destroy(cg, *cgroup);
+    return pid;
+  }
+  // The child is pid 1 of a fresh namespace: the run sees only itself, and
+  // cannot renice, pin or read other runs' processes. unshare(CLONE_NEWPID)
+  // works once per process, so each init is cloned straight into its own
+  // namespace. A raw clone leaves glibc's cached thread id stale in the
+  // child; the init never needs it (it only waits, reports and forks), and
+  // the runner it forks through glibc gets a correct one.
+  int tasks = CountTasks();
+  if (tasks != 1) {
+    *error = "zygote has " + std::to_string(tasks) + " threads; refusing to fork";
+    errno = EAGAIN;
+    return -1;
+  }
+  PyOS_BeforeFork();
+  pid_t init = static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr,
+                                          nullptr, nullptr));
+  if (init == 0) {
+    PyOS_AfterFork_Child();
+    RunnerPrepare(z, 0);
+  } else {
+    int err = errno;
+    PyOS_AfterFork_Parent();
+    if (init < 0) *error = std::string("clone(CLONE_NEWPID): ") + strerror(err);
+    errno = err;
+  }
+  if (init < 0 && !cgroup->empty()) sandbox::cgroups::Destroy(cg, *cgroup);
+  if (init != 0) return init;
+  join();
+  std::string ignored;
+  pid_t runner = ForkPython(z, 1, &ignored);
+  if (runner < 0) _exit(127);
+  if (runner > 0) ReaperMain(runner, reaper_sock);
+  return 0;
+}
+
 void ForkSpare(Zygote& z) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     z.spare_fork_failed = true;
     return;
   }
-  std::string error;
-  pid_t pid = ForkRunner(z, &error);
+  std::string error, cgroup;
+  pid_t pid = ForkSandboxed(z, sv[1], &cgroup, &error);
   if (pid == 0) {
     close(sv[0]);
     // While it waits, the spare locks itself down as far as it can without
@@ -284,27 +376,31 @@ void ForkSpare(Zygote& z) {
     z.spare_fork_failed = true;
     return;
   }
-  z.spares.push_back({pid, sv[0]});
+  z.spares.push_back({pid, sv[0], cgroup});
 }
 
 void ReplenishSpares(Zygote& z) {
   while (!z.spare_fork_failed && z.spares.size() < z.want_spares) ForkSpare(z);
 }
 
-// Hands the run to a spare; false if none could take it.
+// Hands the run to a spare; false if none could take it. *sock: where the
+// spare's init reports (kept until the run is reaped).
 bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
-                 const std::vector<int>& fds, pid_t* pid) {
+                 const std::vector<int>& fds, pid_t* pid, int* sock, std::string* cgroup) {
   while (!z.spares.empty()) {
     Spare sp = z.spares.front();
     z.spares.pop_front();
     bool ok = wire::Send(sp.sock, h, payload.data(), payload.size(), fds.data(),
                          static_cast<int>(fds.size()));
-    close(sp.sock);
     if (ok) {
       *pid = sp.pid;
+      *sock = sp.sock;
+      *cgroup = sp.cgroup;
       return true;
     }
+    close(sp.sock);
     kill(sp.pid, SIGKILL);  // a spare that cannot take work is retired
+    z.retired.push_back({sp.pid, -1, sp.cgroup});
   }
   return false;
 }
@@ -321,46 +417,79 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
     return fail(EPROTO, "malformed run request");
   }
   pid_t pid = 0;
-  if (!HandToSpare(z, h, payload, fds, &pid)) {
-    std::string error;
-    pid = ForkRunner(z, &error);
-    if (pid == 0) RunnerExecute(z, params, fds);
-    if (pid < 0) {
+  int sock = -1;
+  std::string cgroup;
+  if (!HandToSpare(z, h, payload, fds, &pid, &sock, &cgroup)) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       int err = errno;
+      CloseAll(fds);
+      return fail(err, std::string("socketpair: ") + strerror(err));
+    }
+    std::string error;
+    pid = ForkSandboxed(z, sv[1], &cgroup, &error);
+    if (pid == 0) {
+      close(sv[0]);
+      close(sv[1]);
+      RunnerExecute(z, params, fds);
+    }
+    int err = errno;
+    close(sv[1]);
+    if (pid < 0) {
+      close(sv[0]);
       CloseAll(fds);
       return fail(err, error);
     }
+    sock = sv[0];
   }
   CloseAll(fds);
-  z.runners[pid] = h.run_id;
+  z.runners[pid] = {h.run_id, sock, cgroup};
   wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
   wire::Send(z.control, r, nullptr, 0, nullptr, 0);
 }
 
 void KillRun(Zygote& z, uint64_t run_id) {
-  for (auto& [pid, id] : z.runners) {
-    if (id == run_id) {
+  for (auto& [pid, run] : z.runners) {
+    if (run.run_id != run_id) continue;
+    // A run's init takes its whole namespace with it; without one, the
+    // tree is found in /proc. Either way at once, never queued.
+    if (z.sandbox.run_pidns) {
+      kill(pid, SIGKILL);
+    } else {
       KillTree(pid, true);
-      return;
     }
+    return;
   }
 }
 
 std::set<pid_t> LiveRunners(const Zygote& z) {
   std::set<pid_t> keep;
-  for (auto& [pid, id] : z.runners) keep.insert(pid);
+  for (auto& [pid, run] : z.runners) keep.insert(pid);
   for (const Spare& sp : z.spares) keep.insert(sp.pid);
   return keep;
 }
 
-void ForgetSpare(Zygote& z, pid_t pid) {
+// A spare (idle or retired) was reaped: its socket and cgroup go too.
+// Returns false if pid was no spare (an orphan of a finished run).
+bool ForgetSpare(Zygote& z, pid_t pid) {
   for (auto it = z.spares.begin(); it != z.spares.end(); ++it) {
     if (it->pid == pid) {
       close(it->sock);
+      if (!it->cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, it->cgroup);
       z.spares.erase(it);
-      return;
+      // A spare that dies idle is unusual: retry on the next event, never in a loop.
+      z.spare_fork_failed = true;
+      return true;
     }
   }
+  for (auto it = z.retired.begin(); it != z.retired.end(); ++it) {
+    if (it->pid == pid) {
+      if (!it->cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, it->cgroup);
+      z.retired.erase(it);
+      return true;
+    }
+  }
+  return false;
 }
 
 void ReapChildren(Zygote& z) {
@@ -374,8 +503,26 @@ void ReapChildren(Zygote& z) {
       ForgetSpare(z, pid);  // a spare that died idle, or an orphan of a finished run
       continue;
     }
-    wire::Header r{wire::Type::kExited, 0, it->second, status};
+    Zygote::Run run = it->second;
     z.runners.erase(it);
+    if (run.sock >= 0) {
+      // The run's init reported the runner's own status before it exited.
+      wire::Header rh;
+      std::string payload;
+      std::vector<int> fds;
+      if (wire::ReceiveNow(run.sock, &rh, &payload, &fds) > 0 && rh.type == wire::Type::kExited) {
+        status = static_cast<int>(rh.value);
+      }
+      CloseAll(fds);
+      close(run.sock);
+    }
+    // The kernel's word on memory, from the trusted side: the run's cgroup.
+    uint32_t flags = 0;
+    if (!run.cgroup.empty()) {
+      if (sandbox::cgroups::OomKilled(z.sandbox.cgroups, run.cgroup)) flags |= wire::kExitedOomKilled;
+      sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);
+    }
+    wire::Header r{wire::Type::kExited, flags, run.run_id, status};
     wire::Send(z.control, r, nullptr, 0, nullptr, 0);
     runner_ended = true;
   }
@@ -405,7 +552,7 @@ void ReapChildren(Zygote& z) {
       int r = wire::Receive(z.control, &h, &payload, &fds);
       if (r <= 0) {
         // The supervisor is gone or closed us: nothing may outlive it.
-        for (auto& [pid, id] : z.runners) KillTree(pid, true);
+        for (auto& [pid, run] : z.runners) KillTree(pid, true);
         for (const Spare& sp : z.spares) kill(sp.pid, SIGKILL);
         KillChildrenExcept(z.self, {});
         _exit(0);
@@ -441,12 +588,29 @@ int ZygoteMain(int argc, char** argv) {
     if (auto v = value("--disk-bytes=")) limits.disk_bytes = atoll(v);
     if (auto v = value("--max-processes=")) limits.max_processes = atoll(v);
     if (auto v = value("--max-open-files=")) limits.max_open_files = atoll(v);
+    sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
+    if (auto v = value("--cgroup-version=")) cg.version = atoi(v);
+    if (auto v = value("--cgroup-memory-dir=")) cg.memory_dir = v;
+    if (auto v = value("--cgroup-pids-dir=")) cg.pids_dir = v;
+    if (auto v = value("--cgroup-why-not-memory=")) cg.why_not_memory = v;
+    if (auto v = value("--cgroup-why-not-pids=")) cg.why_not_pids = v;
   }
   if (z.control < 0 || supervisor <= 0) {
     fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand\n");
     return 2;
   }
   fcntl(z.control, F_SETFD, FD_CLOEXEC);
+  {
+    // fds 4 and 5: the runs' cgroup parents, where the server has them.
+    sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
+    cg.memory_fd = cg.memory_dir.empty() ? -1 : 4;
+    cg.pids_fd = cg.pids_dir.empty() ? -1 : (cg.version == 2 ? cg.memory_fd : 5);
+    for (int fd : {4, 5}) {
+      if (fd != cg.memory_fd && fd != cg.pids_fd) close(fd);
+      else fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    sandbox::cgroups::Probe(&cg, z.sandbox.limits);
+  }
   // Die with the supervisor, whatever kills it. In a new pid namespace our
   // parent is invisible (getppid() is 0); the control socket's EOF ends us too.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Die("prctl(PR_SET_PDEATHSIG)");
@@ -467,6 +631,10 @@ int ZygoteMain(int argc, char** argv) {
   // memory or /proc files. Not before the id maps: a non-dumpable process
   // cannot write its own /proc/self/uid_map.
   if (prctl(PR_SET_DUMPABLE, 0) != 0) Die("prctl(PR_SET_DUMPABLE, 0)");
+  if (!sandbox::namespaces::ProbeRunNamespaces(z.sandbox.ns_flags, &z.sandbox.run_pidns,
+                                               &z.sandbox.run_netns)) {
+    Die("probe of the runs' namespaces");
+  }
   sandbox::PrepareEarly(&z.sandbox);
 
   sigset_t chld;
@@ -495,6 +663,13 @@ int ZygoteMain(int argc, char** argv) {
     _exit(1);
   }
   sandbox::PrepareLate(&z.sandbox);
+  if ((z.sandbox.ns_flags & CLONE_NEWNS) && !z.sandbox.minimal_root) {
+    // Never serve from a view half made: the supervisor tries fewer namespaces.
+    std::string why = "the runs' minimal root could not be made: " + z.sandbox.readonly_error;
+    wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
+    wire::Send(z.control, h, why.data(), why.size(), nullptr, 0);
+    _exit(1);
+  }
   nlohmann::json full = nlohmann::json::parse(report);
   full["sandbox"] = {{"namespaces", sandbox::namespaces::FlagNames(z.sandbox.ns_flags)},
                      {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))}};

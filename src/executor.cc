@@ -259,6 +259,7 @@ struct Executor::RunIo {
   StatusReader status{};
   bool stdout_open = true, stderr_open = true, status_open = true;
   bool killed = false, cancelled = false, exited = false, lost = false, stuck = false;
+  bool oom_killed = false;
   int wait_status = 0;
   std::string lost_reason{};
   size_t stdin_off = 0;
@@ -346,6 +347,7 @@ void Executor::PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point star
       if (io.slot.exited && !io.exited) {
         io.exited = true;
         io.wait_status = io.slot.wait_status;
+        io.oom_killed = io.slot.oom_killed;
         pipe_deadline = Clock::now() + kPipeGrace;
       }
     }
@@ -394,6 +396,8 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
   } else if (io.cancelled) {
     r.exit_code = -1;
     r.reason = io.cancel.reason() == CancelReason::kShutdown ? "shutdown" : "cancelled";
+  } else if (io.oom_killed) {
+    r.reason = "memory";  // the run as a whole passed its memory limit (cgroup)
   } else if (io.status.note() == wire::kReasonMemory && r.exit_code == 1) {
     r.reason = "memory";  // an uncaught MemoryError: what only Python knows
   } else if (r.signal) {

@@ -41,7 +41,9 @@ bool Send(int sock, const Header& h, const void* payload, size_t len, const int*
   }
 }
 
-int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
+namespace {
+
+int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vector<int>* fds) {
   std::string buf(sizeof(Header) + kMaxPayload, '\0');
   iovec iov{buf.data(), buf.size()};
   msghdr msg{};
@@ -52,7 +54,7 @@ int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -1;
   if (n == 0) return 0;
@@ -79,6 +81,16 @@ int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
   memcpy(h, buf.data(), sizeof(Header));
   if (payload) payload->assign(buf.data() + sizeof(Header), n - sizeof(Header));
   return 1;
+}
+
+}  // namespace
+
+int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
+  return ReceiveWith(sock, 0, h, payload, fds);
+}
+
+int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
+  return ReceiveWith(sock, MSG_DONTWAIT, h, payload, fds);
 }
 
 }  // namespace mcpexec::wire

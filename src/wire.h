@@ -22,9 +22,13 @@ enum class Type : uint32_t {
   kFatal = 7,        // zygote -> supervisor; payload: why the zygote cannot serve
 };
 
+// kExited's flags: what the zygote knows of the run's end besides its
+// wait status.
+constexpr uint32_t kExitedOomKilled = 1;  // the run's cgroup killed for memory
+
 struct Header {
   Type type;
-  uint32_t reserved;
+  uint32_t reserved;  // kExited: kExited* flags
   uint64_t run_id;
   int64_t value;
 };
@@ -77,5 +81,7 @@ bool Send(int sock, const Header& h, const void* payload, size_t len, const int*
 // Returns 1 on a message, 0 on EOF, -1 on error (errno set). Received fds are
 // close-on-exec.
 int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds);
+// The same without waiting: -1 with EAGAIN when nothing is queued.
+int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<int>* fds);
 
 }  // namespace mcpexec::wire

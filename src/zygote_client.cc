@@ -15,6 +15,7 @@
 #include "fs_util.h"
 #include "log.h"
 #include "proc_tree.h"
+#include "sandbox/cgroups.h"
 #include "sandbox/namespaces.h"
 
 namespace mcpexec {
@@ -72,6 +73,11 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
+  if (!cgroups_detected_) {
+    // Before any thread exists, like everything else here.
+    cgroups_ = sandbox::cgroups::Detect();
+    cgroups_detected_ = true;
+  }
   std::vector<int> sets = sandbox::namespaces::FlagSets();
   pid_t pid = -1;
   int spawn_errno = 0;
@@ -91,11 +97,18 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
         "--disk-bytes=" + std::to_string(config_.disk_limit_mb << 20),
         "--max-processes=" + std::to_string(config_.max_processes),
         "--max-open-files=" + std::to_string(config_.max_open_files),
+        "--cgroup-version=" + std::to_string(cgroups_.version),
+        "--cgroup-memory-dir=" + cgroups_.memory_dir,
+        "--cgroup-pids-dir=" + cgroups_.pids_dir,
+        "--cgroup-why-not-memory=" + cgroups_.why_not_memory,
+        "--cgroup-why-not-pids=" + cgroups_.why_not_pids,
     };
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(), sv[1]);
+    // fd 3: the control socket; 4 and 5: the runs' cgroup parents.
+    int fds[3] = {sv[1], cgroups_.memory_fd, cgroups_.pids_fd};
+    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(), fds, 3);
     if (pid > 0) {
       ns_flags_ = flags;
       break;
@@ -238,6 +251,7 @@ void ZygoteClient::ReaderLoop() {
       } else if (h.type == wire::Type::kExited) {
         slot->exited = true;
         slot->wait_status = static_cast<int>(h.value);
+        slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
       } else if (h.type == wire::Type::kStartFailed) {
         slot->lost = true;
         slot->lost_reason = "the sandbox could not start this run: " + payload;
@@ -369,6 +383,9 @@ void ZygoteClient::Shutdown() {
   }
   if (control_ >= 0) close(control_);
   control_ = -1;
+  // The zygote and every run are gone: so are the runs' cgroups.
+  sandbox::cgroups::RemoveParents(cgroups_);
+  cgroups_ = {};
   (void)pid;
 }
 

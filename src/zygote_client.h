@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "config.h"
+#include "sandbox/cgroups.h"
 #include "exec_tool.h"
 #include "wire.h"
 
@@ -30,6 +31,7 @@ struct RunSlot {
   pid_t pid = 0;
   bool exited = false;
   int wait_status = 0;
+  bool oom_killed = false;  // the run's cgroup killed something for memory
   bool lost = false;        // the zygote died or refused the run
   std::string lost_reason;
   int wake_fd = -1;
@@ -78,6 +80,8 @@ class ZygoteClient {
   std::atomic<int64_t> restarts_{0};
   size_t ns_attempt_ = 0;  // index into namespaces::FlagSets() that works here
   int ns_flags_ = 0;
+  sandbox::cgroups::Delegation cgroups_;  // found once, before the first spawn
+  bool cgroups_detected_ = false;
   std::mutex send_mu_;
 };
 

@@ -1,6 +1,9 @@
 #include "sandbox/filesystem.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -90,6 +93,133 @@ bool PrepareReadOnly(std::string* error) {
   }
   if (!root_done) *error = "/ is not a mount point in this namespace";
   return root_done;
+}
+
+namespace {
+
+bool Fail(std::string* error, const std::string& what) {
+  *error = what + ": " + strerror(errno);
+  return false;
+}
+
+bool BindFile(const std::string& from, const std::string& to, std::string* error) {
+  int fd = open(to.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Fail(error, "create " + to);
+  close(fd);
+  if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Fail(error, "bind " + from + " on " + to);
+  }
+  return true;
+}
+
+// A private /dev at root/dev: the five harmless devices bound from the
+// host's, the usual /dev/fd links, an empty /dev/shm for the run's own
+// tmpfs, and nothing else: no ptys, no ptmx, no disks.
+bool MakeDev(const std::string& root, std::string* error) {
+  std::string dev = root + "/dev";
+  if (mkdir(dev.c_str(), 0755) != 0) return Fail(error, "mkdir " + dev);
+  if (mount("tmpfs", dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755") != 0) {
+    return Fail(error, "mount(tmpfs, " + dev + ")");
+  }
+  for (const char* name : kDevices) {
+    if (!BindFile(std::string("/dev/") + name, dev + "/" + name, error)) return false;
+  }
+  const char* links[][2] = {{"/proc/self/fd", "fd"},
+                            {"/proc/self/fd/0", "stdin"},
+                            {"/proc/self/fd/1", "stdout"},
+                            {"/proc/self/fd/2", "stderr"}};
+  for (auto& l : links) {
+    if (symlink(l[0], (dev + "/" + l[1]).c_str()) != 0) return Fail(error, "symlink /dev/" + std::string(l[1]));
+  }
+  if (mkdir((dev + "/shm").c_str(), 01777) != 0) return Fail(error, "mkdir /dev/shm");
+  if (mount(nullptr, dev.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+            nullptr) != 0) {
+    return Fail(error, "remount " + dev + " read-only");
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* const kDevices[5] = {"null", "zero", "full", "random", "urandom"};
+const char* const kSystemDirs[8] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"};
+
+bool PrepareMinimalRoot(std::string* error) {
+  // Built on a tmpfs over /tmp of our own mount namespace (the host's /tmp
+  // is untouched), then made the root with pivot_root.
+  const std::string root = "/tmp";
+  if (mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) {
+    return Fail(error, "mount(tmpfs, " + root + ")");
+  }
+  for (const char* name : kSystemDirs) {
+    std::string from = std::string("/") + name, to = root + "/" + name;
+    struct stat st;
+    if (lstat(from.c_str(), &st) != 0) continue;  // not on this system
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = readlink(from.c_str(), target, sizeof target - 1);
+      if (n < 0) return Fail(error, "readlink " + from);
+      target[n] = '\0';
+      if (symlink(target, to.c_str()) != 0) return Fail(error, "symlink " + to);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) continue;
+    // Read-only already (PrepareReadOnly): bind mounts keep the flag.
+    if (mkdir(to.c_str(), 0755) != 0) return Fail(error, "mkdir " + to);
+    if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return Fail(error, "bind " + from);
+    }
+  }
+  // The host's identity is not the run's business.
+  struct stat st;
+  if (stat((root + "/etc/machine-id").c_str(), &st) == 0 &&
+      mount("/dev/null", (root + "/etc/machine-id").c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Fail(error, "mask /etc/machine-id");
+  }
+  if (mkdir((root + "/proc").c_str(), 0555) != 0 ||
+      mount("/proc", (root + "/proc").c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return Fail(error, "bind /proc");
+  }
+  if (!MakeDev(root, error)) return false;
+  if (mkdir((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "mkdir /tmp");
+  if (chmod((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "chmod /tmp");
+  if (chdir(root.c_str()) != 0) return Fail(error, "chdir " + root);
+  // pivot_root(".", "."): the old root ends up under the new one, and is
+  // then detached (bubblewrap's and runc's way, no directory needed).
+  if (syscall(SYS_pivot_root, ".", ".") != 0) return Fail(error, "pivot_root");
+  if (umount2(".", MNT_DETACH) != 0) return Fail(error, "detach the old root");
+  if (chdir("/") != 0) return Fail(error, "chdir /");
+  if (mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            nullptr) != 0) {
+    return Fail(error, "remount / read-only");
+  }
+  return true;
+}
+
+bool MountRunProc(std::string* error) {
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Fail(error, "mount(proc, /proc)");
+  }
+  // What the kernel tells about the host, as Docker masks it.
+  for (const char* f : {"/proc/cmdline", "/proc/kcore", "/proc/keys", "/proc/timer_list",
+                        "/proc/sched_debug", "/proc/kallsyms", "/proc/modules", "/proc/config.gz",
+                        "/proc/vmallocinfo", "/proc/iomem", "/proc/ioports", "/proc/partitions",
+                        "/proc/diskstats", "/proc/swaps", "/proc/mtrr", "/proc/buddyinfo",
+                        "/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/slabinfo", "/proc/schedstat",
+                        "/proc/devices", "/proc/misc", "/proc/consoles", "/proc/crypto"}) {
+    struct stat st;
+    if (stat(f, &st) != 0) continue;
+    if (mount("/dev/null", f, nullptr, MS_BIND, nullptr) != 0) return Fail(error, std::string("mask ") + f);
+  }
+  for (const char* d : {"/proc/sys", "/proc/sysvipc", "/proc/scsi", "/proc/acpi", "/proc/bus",
+                        "/proc/fs", "/proc/irq", "/proc/driver", "/proc/tty"}) {
+    struct stat st;
+    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (mount("tmpfs", d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0) {
+      return Fail(error, std::string("mask ") + d);
+    }
+  }
+  return true;
 }
 
 bool ApplyInRunner(bool mount_ns, const RunLimits& limits, RunMounts* mounts, std::string* error) {

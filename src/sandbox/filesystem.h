@@ -14,6 +14,21 @@
 
 namespace mcpexec::sandbox::filesystem {
 
+// The devices a run's /dev holds, and the system folders its root holds.
+extern const char* const kDevices[5];
+extern const char* const kSystemDirs[8];
+
+// Zygote, after PrepareReadOnly: makes its root a minimal view, which every
+// run inherits: the system's /usr, /bin, /sbin, /lib*, /etc (without
+// /etc/machine-id), /proc, a private /dev (null, zero, full, random,
+// urandom; no ptys) and an empty /tmp, all read-only. Nothing else of the
+// host (home folders, /opt, /var, /srv, the server's files) is there.
+bool PrepareMinimalRoot(std::string* error);
+
+// Runner, first process of its own pid and mount namespaces: a /proc of its
+// own (only its processes), with what tells about the host masked.
+bool MountRunProc(std::string* error);
+
 // Zygote, after warm-up. Returns the number of mounts it could not make
 // read-only (and the first error); "/" failing makes the layer inactive.
 bool PrepareReadOnly(std::string* error);

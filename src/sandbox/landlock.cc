@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,6 +59,12 @@ bool AddPath(int ruleset, const std::string& path, uint64_t access, std::string*
     *error = "open(" + path + ", O_PATH): " + strerror(errno);
     return false;
   }
+  // A rule on a file may carry only the rights that apply to files.
+  struct stat st;
+  if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+              LANDLOCK_ACCESS_FS_READ_FILE | kFsTruncate | kFsIoctlDev;
+  }
   PathBeneathAttr rule{access, fd};
   long rc = syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
   int err = errno;
@@ -98,7 +105,11 @@ bool Apply(int abi, const Rules& rules, std::string* error) {
     *error = std::string("landlock_create_ruleset: ") + strerror(errno);
     return false;
   }
-  bool ok = AddPath(ruleset, "/", kReadOnly, error);
+  bool ok = true;
+  for (const auto& dir : rules.readable) ok = ok && AddPath(ruleset, dir, kReadOnly, error);
+  for (const auto& dir : rules.listable) {
+    ok = ok && AddPath(ruleset, dir, LANDLOCK_ACCESS_FS_READ_DIR, error);
+  }
   for (const auto& dir : rules.writable) ok = ok && AddPath(ruleset, dir, fs, error);
   uint64_t device_rw = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                        (abi >= 3 ? kFsTruncate : 0);

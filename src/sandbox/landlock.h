@@ -1,4 +1,5 @@
-// The Landlock layer (ABI-probed): read and execute everywhere, write only in
+// The Landlock layer (ABI-probed): read and execute only below the folders
+// the interpreter needs (the system's, never the host's data), write only in
 // the run's own directories; TCP bind/connect denied (ABI 4+); signals and
 // abstract unix sockets scoped to the run (ABI 6+). Landlock also keeps
 // ptrace-class access (/proc/<pid>/environ, mem, fd) inside the run.
@@ -15,6 +16,8 @@ int ProbeAbi();
 struct Rules {
   std::vector<std::string> writable;   // full access below these
   std::vector<std::string> devices;    // read+write of these files (e.g. /dev/null)
+  std::vector<std::string> readable = {"/"};  // read and execute below these; nothing else
+  std::vector<std::string> listable;          // directories below these may be listed
 };
 
 // Runner, after no_new_privs and before seccomp.

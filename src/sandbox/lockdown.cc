@@ -1,5 +1,6 @@
 #include "sandbox/lockdown.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 #include <sched.h>
@@ -25,7 +26,7 @@ enum Probe { kProbeOk = 0, kProbeNoNewPrivs = 2, kProbeLandlock = 3, kProbeSecco
 int RunProbe(const Sandbox& sb) {
   std::string error;
   if (!credentials::ApplyNoNewPrivs(&error)) return kProbeNoNewPrivs;
-  if (sb.landlock_abi > 0 && !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}}, &error)) {
+  if (sb.landlock_abi > 0 && !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}, {"/"}, {}}, &error)) {
     return kProbeLandlock;
   }
   if (!seccomp_policy::Apply(sb.seccomp_program, &error)) return kProbeSeccomp;
@@ -62,11 +63,51 @@ void PrepareEarly(Sandbox* sb) {
   sb->seccomp_ok = true;
 }
 
+namespace {
+
+// What a run may read: the interpreter's system folders, /etc without the
+// host's identity, and of /proc only the run's own processes (all of a
+// private /proc where the run has its own pid namespace; else /proc/self
+// and a few files that say nothing about other processes).
+std::vector<std::string> ReadableByRuns(const Sandbox& sb) {
+  std::vector<std::string> out;
+  for (const char* d : filesystem::kSystemDirs) {
+    if (strcmp(d, "etc") != 0) out.push_back(std::string("/") + d);
+  }
+  if (sb.minimal_root) {
+    out.push_back("/etc");  // machine-id is masked in the minimal root
+  } else if (DIR* d = opendir("/etc")) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != ".." && n != "machine-id") out.push_back("/etc/" + n);
+    }
+    closedir(d);
+  }
+  if (sb.run_pidns) {
+    out.push_back("/proc");
+  } else {
+    // "/proc/self" is resolved when the rule is added: the runner's own pid.
+    for (const char* f : {"/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+                          "/proc/loadavg", "/proc/uptime", "/proc/version", "/proc/filesystems"}) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void PrepareLate(Sandbox* sb) {
   if (sb->ns_flags & CLONE_NEWNS) {
     sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
+    if (sb->readonly_root) sb->minimal_root = filesystem::PrepareMinimalRoot(&sb->minimal_root_error);
+    // Never a view half made: the zygote reports it and the supervisor
+    // starts it again with fewer namespaces.
+    if (!sb->minimal_root) sb->readonly_root = false, sb->readonly_error = sb->minimal_root_error;
+    sb->readable = ReadableByRuns(*sb);
     return;
   }
+  sb->readable = ReadableByRuns(*sb);
   // No mount namespace of ours, but the host may have made / read-only
   // (docker run --read-only): that holds just the same.
   struct statvfs st;
@@ -80,11 +121,13 @@ void PrepareLate(Sandbox* sb) {
 
 std::vector<LayerStatus> Report(const Sandbox& sb) {
   std::vector<LayerStatus> layers;
-  namespaces::Report(sb.ns_flags, &layers);
+  namespaces::Report(sb.ns_flags, sb.run_pidns, sb.run_netns, &layers);
   layers.push_back({"filesystem_readonly", sb.readonly_root, false,
                     sb.readonly_by_host ? "/ is read-only (the host's doing, e.g. docker --read-only)"
-                    : sb.readonly_root  ? "every mount read-only but /proc and /dev; runs write only "
-                                          "in size-capped tmpfs"
+                    : sb.readonly_root  ? "a minimal root, all read-only: the system's /usr, /bin, "
+                                          "/sbin, /lib*, /etc (no machine-id), /proc and a private "
+                                          "/dev; nothing else of the host; runs write only in "
+                                          "size-capped tmpfs"
                                         : "mounts stay as the host has them: " + sb.readonly_error,
                     sb.readonly_root ? "" : "needs a mount namespace (see mount_namespace)"});
   bool root = geteuid() == 0;
@@ -101,21 +144,24 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
                         std::to_string(sb.limits.max_processes) + " processes per uid, " +
                         std::to_string(sb.limits.max_open_files) + " open files, cpu = timeout + 5 s",
                     ""});
-  layers.push_back({"cgroup", false, false,
-                    "per-run cgroups are not used: memory and processes are bounded by rlimits",
-                    "none needed; cgroup limits are planned"});
+  layers.push_back(cgroups::Report(sb.cgroups, sb.limits));
   std::string abi = std::to_string(sb.landlock_abi);
   layers.push_back(
       {"landlock", sb.landlock_abi > 0, false,
        sb.landlock_abi > 0
-           ? "ABI " + abi + ": writes only in the run's directories" +
+           ? "ABI " + abi + ": reads only the system's folders (" +
+                 (sb.run_pidns ? std::string("/proc: the run's own")
+                               : std::string("/proc: the run's own process and a few system files")) +
+                 "), writes only in the run's directories" +
                  (sb.landlock_abi >= 4 ? ", no TCP bind/connect" : "") +
                  (sb.landlock_abi >= 6 ? ", signals and abstract unix sockets scoped to the run"
                                        : "; signals are NOT scoped (needs ABI 6, Linux 6.12)")
            : "not available",
        sb.landlock_abi > 0 ? "" : "Linux >= 5.13 with landlock in the lsm= boot parameter"});
   layers.push_back({"seccomp", sb.seccomp_ok, true,
-                    sb.seccomp_ok ? "default-deny allowlist (native architecture), loaded last"
+                    sb.seccomp_ok ? "default-deny allowlist (native architecture), loaded last; "
+                                    "no memfd, SysV shm or inotify; nice and CPU affinity of the "
+                                    "caller itself only"
                                   : sb.seccomp_error,
                     sb.seccomp_ok ? "" : "a kernel with CONFIG_SECCOMP_FILTER; in a container, do not "
                                          "run with a profile that forbids seccomp()"});
@@ -136,7 +182,12 @@ bool Seal(const Sandbox& sb, const std::string& workdir, std::string* error) {
     // so that multiprocessing's semaphores work (SECURITY.md: the server
     // purges what runs leave there).
     rules.writable = {workdir, "/dev/shm"};
-    rules.devices = {"/dev/null"};
+    for (const char* dev : filesystem::kDevices) rules.devices.push_back(std::string("/dev/") + dev);
+    rules.readable = sb.readable;
+    // In the minimal root there is nothing but system folders to list.
+    // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds
+    // them too), but of its files only the run's own may be read.
+    rules.listable = {sb.minimal_root ? "/" : "/proc"};
     if (!landlock::Apply(sb.landlock_abi, rules, error)) return false;
   }
   // Runs stay non-dumpable (credentials made them so): their /proc entries
@@ -161,10 +212,12 @@ void LockdownAhead(const Sandbox& sb, LockState* st) {
   st->ahead_done = true;
   filesystem::RunMounts mounts;
   std::string& e = st->error;
-  if (!namespaces::ApplyInRunner(sb.ns_flags, &e) ||
+  if (!namespaces::ApplyInRunner(sb.ns_flags, sb.run_netns, &e) ||
+      (sb.run_pidns && !filesystem::MountRunProc(&e)) ||
       !filesystem::ApplyInRunner((sb.ns_flags & CLONE_NEWNS) != 0, sb.limits, &mounts, &e) ||
       !limits::ApplyInRunner(sb.limits, kAheadCpuSeconds, &e) ||
-      !credentials::ApplyInRunner(sb.limits, sb.zygote_pid, &e) || !credentials::ApplyNoNewPrivs(&e)) {
+      !credentials::ApplyInRunner(sb.limits, sb.run_pidns ? 1 : sb.zygote_pid, &e) ||
+      !credentials::ApplyNoNewPrivs(&e)) {
     return;
   }
   st->workdir = mounts.workdir;

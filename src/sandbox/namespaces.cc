@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,7 +61,7 @@ int ParseFlagNames(const std::string& names) {
 }
 
 pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* const envp[],
-                     int fd_to_3) {
+                     const int* fds, int nfds) {
   long pid = syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
   if (pid != 0) return static_cast<pid_t>(pid);
   // Child of a threaded process: async-signal-safe calls only, then exec.
@@ -83,10 +84,14 @@ pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* cons
     syscall(SYS_capset, &header, data);
     for (int cap = 0; cap < 64; ++cap) prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
   }
-  if (fd_to_3 != 3) {
-    dup2(fd_to_3, 3);
-  } else {
-    fcntl(3, F_SETFD, 0);
+  // fds[i] becomes fd 3 + i: moved out of the way first, so that no move
+  // clobbers a source; dup2 clears close-on-exec on the copies.
+  int moved[8];
+  for (int i = 0; i < nfds && i < 8; ++i) moved[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD, 64) : -1;
+  for (int i = 0; i < nfds && i < 8; ++i) {
+    if (moved[i] < 0) continue;
+    dup2(moved[i], 3 + i);
+    close(moved[i]);
   }
   int devnull = open("/dev/null", O_RDWR);
   dup2(devnull, 0);
@@ -132,16 +137,37 @@ bool FinishInZygote(int flags, uid_t outer_uid, gid_t outer_gid, std::string* er
   return true;
 }
 
-bool ApplyInRunner(int zygote_flags, std::string* error) {
+bool ApplyInRunner(int zygote_flags, bool netns, std::string* error) {
   if (!(zygote_flags & CLONE_NEWNS)) return true;
-  if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0) {
-    *error = std::string("unshare(CLONE_NEWNS|CLONE_NEWIPC): ") + strerror(errno);
+  // A network namespace of its own: its abstract unix socket names and
+  // /proc/net are the run's, never another run's.
+  int flags = CLONE_NEWNS | CLONE_NEWIPC | (netns ? CLONE_NEWNET : 0);
+  if (unshare(flags) != 0) {
+    *error = "unshare(" + FlagNames(flags) + "): " + strerror(errno);
     return false;
   }
   return true;
 }
 
-void Report(int flags, std::vector<LayerStatus>* layers) {
+bool ProbeRunNamespaces(int zygote_flags, bool* pidns, bool* netns) {
+  *pidns = *netns = false;
+  if (!(zygote_flags & CLONE_NEWNS)) return true;
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    int code = 0;
+    if ((zygote_flags & CLONE_NEWPID) && unshare(CLONE_NEWPID) == 0) code |= 1;
+    if ((zygote_flags & CLONE_NEWNET) && unshare(CLONE_NEWNET) == 0) code |= 2;
+    _exit(code);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return false;
+  *pidns = WEXITSTATUS(status) & 1;
+  *netns = WEXITSTATUS(status) & 2;
+  return true;
+}
+
+void Report(int flags, bool run_pidns, bool run_netns, std::vector<LayerStatus>* layers) {
   const char* fix = geteuid() == 0 || (flags & CLONE_NEWUSER)
                         ? "the host refused clone() with this namespace (seccomp profile or sysctl)"
                         : "run as root, or allow unprivileged user namespaces "
@@ -153,16 +179,22 @@ void Report(int flags, std::vector<LayerStatus>* layers) {
                                              : "none",
                      (flags & CLONE_NEWUSER) || geteuid() == 0 ? "" : fix});
   layers->push_back({"pid_namespace", (flags & CLONE_NEWPID) != 0, false,
-                     (flags & CLONE_NEWPID)
-                         ? "runs live in the zygote's pid namespace: the supervisor is invisible"
-                         : "runs share the host's pid namespace",
+                     !(flags & CLONE_NEWPID) ? "runs share the host's pid namespace"
+                     : run_pidns ? "each run has a pid namespace (and /proc) of its own: it sees and "
+                                   "touches only its own processes; the supervisor and other runs "
+                                   "are invisible"
+                                 : "runs live in the zygote's pid namespace: the supervisor is invisible",
                      (flags & CLONE_NEWPID) ? "" : fix});
   layers->push_back({"network_namespace", (flags & CLONE_NEWNET) != 0, false,
-                     (flags & CLONE_NEWNET) ? "no interface but a downed loopback"
-                                            : "host network namespace (seccomp still denies sockets)",
+                     !(flags & CLONE_NEWNET) ? "host network namespace (seccomp still denies sockets)"
+                     : run_netns ? "one per run, with no interface but a downed loopback: abstract "
+                                   "unix socket names and /proc/net are the run's own"
+                                 : "no interface but a downed loopback",
                      (flags & CLONE_NEWNET) ? "" : fix});
   layers->push_back({"mount_namespace", (flags & CLONE_NEWNS) != 0, false,
-                     (flags & CLONE_NEWNS) ? "one per run: a fresh size-capped tmpfs /tmp (the working directory) and /dev/shm"
+                     (flags & CLONE_NEWNS) ? "one per run: a fresh size-capped tmpfs /tmp (the working "
+                                             "directory) and /dev/shm, and a private /dev (null, "
+                                             "zero, full, random, urandom; no ptys)"
                                            : "runs see the host's mounts",
                      (flags & CLONE_NEWNS) ? "" : fix});
   layers->push_back({"ipc_namespace", (flags & CLONE_NEWIPC) != 0, false,

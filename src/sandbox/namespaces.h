@@ -16,11 +16,11 @@
 namespace mcpexec::sandbox::namespaces {
 
 // Supervisor: clone()s with these CLONE_NEW* flags and execs path, with
-// fd_to_3 as fd 3 and /dev/null on 0 and 1. Async-signal-safe between clone
+// fds[0..nfds) as fds 3, 4, ... (a -1 leaves its number closed) and /dev/null on 0 and 1. Async-signal-safe between clone
 // and exec, so it may be called from a threaded process. -1 (errno) when the
 // host refuses the flags.
 pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* const envp[],
-                     int fd_to_3);
+                     const int* fds, int nfds);
 
 // The flag sets to try for the zygote, most isolating first.
 std::vector<int> FlagSets();
@@ -34,9 +34,15 @@ int ParseFlagNames(const std::string& names);
 // the next flag set.
 bool FinishInZygote(int flags, uid_t outer_uid, gid_t outer_gid, std::string* error);
 
-// Runner: its own mount and ipc namespaces, when the zygote has them.
-bool ApplyInRunner(int zygote_flags, std::string* error);
+// Runner: its own mount and ipc namespaces (and network namespace when
+// netns), when the zygote has them.
+bool ApplyInRunner(int zygote_flags, bool netns, std::string* error);
 
-void Report(int flags, std::vector<LayerStatus>* layers);
+// Zygote: whether each runner can have a pid namespace (the zygote
+// unshares one before each fork: the runner's first process is its init)
+// and a network namespace of its own. Tried in a throw-away child.
+bool ProbeRunNamespaces(int zygote_flags, bool* pidns, bool* netns);
+
+void Report(int flags, bool run_pidns, bool run_netns, std::vector<LayerStatus>* layers);
 
 }  // namespace mcpexec::sandbox::namespaces

@@ -6,6 +6,7 @@
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,10 +106,13 @@ constexpr Rule kRules[] = {
     {"listxattr", Act::kAllow, "shutil.copy2 reads xattrs"},
     {"llistxattr", Act::kAllow, "shutil.copy2 reads xattrs"},
     {"flistxattr", Act::kAllow, "shutil.copy2 reads xattrs"},
-    {"memfd_create", Act::kAllow, "anonymous files (no path, no escape)"},
-    {"inotify_init1", Act::kAllow, "file watching"},
-    {"inotify_add_watch", Act::kAllow, "file watching"},
-    {"inotify_rm_watch", Act::kAllow, "file watching"},
+    // memfd_create: shared memory outside RLIMIT_AS and every tmpfs bound
+    // (1 GiB held under a 512 MiB limit). inotify: a per-uid quota shared
+    // with every other run, and a view of what they open. Python needs
+    // neither.
+    {"memfd_create", Act::kErrno, "shared memory that escapes the memory limit"},
+    {"inotify_init", Act::kErrno, "the uid's inotify quota is shared with other runs"},
+    {"inotify_init1", Act::kErrno, "the uid's inotify quota is shared with other runs"},
     // --- memory ---
     {"brk", Act::kAllow, "malloc"},
     {"mmap", Act::kAllow, "malloc, imports"},
@@ -178,7 +182,6 @@ constexpr Rule kRules[] = {
     {"rseq", Act::kAllow, "glibc thread start"},
     {"sched_yield", Act::kAllow, "threads"},
     {"sched_getaffinity", Act::kAllow, "os.cpu_count, OpenBLAS"},
-    {"sched_setaffinity", Act::kAllow, "os.sched_setaffinity within the allowed CPUs"},
     {"sched_getparam", Act::kAllow, "scheduling queries"},
     {"sched_getscheduler", Act::kAllow, "scheduling queries"},
     {"sched_get_priority_max", Act::kAllow, "scheduling queries"},
@@ -186,7 +189,6 @@ constexpr Rule kRules[] = {
     {"sched_rr_get_interval", Act::kAllow, "scheduling queries"},
     {"getcpu", Act::kAllow, "glibc"},
     {"getpriority", Act::kAllow, "os.nice"},
-    {"setpriority", Act::kAllow, "os.nice (raising needs a capability we dropped)"},
     // --- processes (clone is argument-filtered below) ---
     {"execve", Act::kAllow, "subprocess; the filter stays on across exec"},
     {"execveat", Act::kAllow, "subprocess"},
@@ -381,6 +383,14 @@ bool Build(scmp_filter_ctx ctx, std::string* error) {
   // another process of the same uid.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_EQ, 0));
   if (rc < 0) return *error = Failed("seccomp_rule_add(prlimit64)", rc), false;
+  // Scheduling of the caller itself only: another run's processes (or the
+  // next spare) may never be reniced or pinned. setpriority(PRIO_PROCESS, 0)
+  // is os.nice(); sched_setaffinity(0, ...) is os.sched_setaffinity(0, ...).
+  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 2,
+                        SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS), SCMP_A1(SCMP_CMP_EQ, 0));
+  if (rc < 0) return *error = Failed("seccomp_rule_add(setpriority)", rc), false;
+  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_setaffinity), 1, SCMP_A0(SCMP_CMP_EQ, 0));
+  if (rc < 0) return *error = Failed("seccomp_rule_add(sched_setaffinity)", rc), false;
   // personality: the query form only (0xffffffff); no execution domains.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
                         SCMP_A0(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFull, 0xFFFFFFFFull));
@@ -444,6 +454,8 @@ std::vector<RuleDoc> Describe() {
   out.push_back({"socketpair", "allow AF_UNIX only", "multiprocessing, asyncio"});
   out.push_back({"mknod, mknodat", "allow S_IFIFO only", "os.mkfifo; never device nodes"});
   out.push_back({"prlimit64", "allow on self (pid 0) only", "glibc get/setrlimit"});
+  out.push_back({"setpriority", "allow PRIO_PROCESS of self (0) only", "os.nice; never another run"});
+  out.push_back({"sched_setaffinity", "allow on self (pid 0) only", "never another run's CPUs"});
   out.push_back({"personality", "allow the query only", "no execution domains"});
   out.push_back({"(anything else)", "errno EPERM", "default deny"});
   return out;

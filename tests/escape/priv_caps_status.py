@@ -13,10 +13,31 @@ def caps(text):
     return {k: int(fields[k].strip(), 16) for k in CAP_KEYS}
 
 
+CHILD = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+h = Header(0x20080522, 0)
+d = (Data * 2)()
+libc.capget(ctypes.byref(h), d)
+print("CapEff", hex(d[0].effective | d[1].effective << 32))
+print("CapPrm", hex(d[0].permitted | d[1].permitted << 32))
+print("CapInh", hex(d[0].inheritable | d[1].inheritable << 32))
+print("NoNewPrivs", libc.prctl(39, 0, 0, 0, 0))
+print("Seccomp", libc.prctl(21, 0, 0, 0, 0))
+"""
+
 bad = []
 with open("/proc/self/status") as f:
     mine = caps(f.read())
-child = caps(subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True, check=True).stdout)
+# The exec'd child asks the kernel itself (capget): where runs have no pid namespace of
+# their own, a child may not read /proc/self (Landlock allows only the runner's).
+out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True).stdout
+fields = dict(l.split(" ", 1) for l in out.splitlines())
+child = {k: int(fields[k], 16) for k in ("CapEff", "CapPrm", "CapInh")}
 for who, c in (("runner", mine), ("exec'd child", child)):
     nonzero = {k: hex(v) for k, v in c.items() if v}
     if nonzero:

@@ -20,23 +20,52 @@ def check(who, text, bad):
         bad.append(f"{who}: Seccomp_filters {f.get('Seccomp_filters').strip()}")
 
 
+CHILD = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+h = Header(0x20080522, 0)
+d = (Data * 2)()
+libc.capget(ctypes.byref(h), d)
+print("CapEff", hex(d[0].effective | d[1].effective << 32))
+print("CapPrm", hex(d[0].permitted | d[1].permitted << 32))
+print("CapInh", hex(d[0].inheritable | d[1].inheritable << 32))
+print("NoNewPrivs", libc.prctl(39, 0, 0, 0, 0))
+print("Seccomp", libc.prctl(21, 0, 0, 0, 0))
+"""
+
 bad = []
 with open("/proc/self/status") as f:
     check("runner", f.read(), bad)
-check("exec'd child", subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True,
-                                       check=True).stdout, bad)
+# The children ask the kernel themselves (prctl): where runs have no pid namespace of
+# their own, a child may not read /proc/self (Landlock allows only the runner's).
+def kernel_says(who, out, bad):
+    said = dict(l.split(" ", 1) for l in out.splitlines() if " " in l)
+    if said.get("NoNewPrivs") != "1":
+        bad.append(f"{who}: NoNewPrivs {said.get('NoNewPrivs')}")
+    if said.get("Seccomp") != "2":  # SECCOMP_MODE_FILTER
+        bad.append(f"{who}: Seccomp {said.get('Seccomp')}")
+
+
+kernel_says("exec'd child",
+            subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                           check=True).stdout, bad)
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
-    with open("/proc/self/status", "rb") as f:
-        os.write(w, f.read())
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.write(w, f"NoNewPrivs {libc.prctl(39, 0, 0, 0, 0)}\nSeccomp {libc.prctl(21, 0, 0, 0, 0)}\n".encode())
     os._exit(0)
 os.close(w)
 data = b""
 while chunk := os.read(r, 65536):
     data += chunk
 os.waitpid(pid, 0)
-check("forked child", data.decode(), bad)
+kernel_says("forked child", data.decode(), bad)
 if bad:
     print("ESCAPED:", "; ".join(bad))
     sys.exit(1)

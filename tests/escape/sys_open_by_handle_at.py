@@ -28,6 +28,6 @@ class file_handle(ctypes.Structure):
 SYS_open_by_handle_at = 304
 # FILEID_INO32_GEN (1) for inode 2, generation 0: the root directory of an ext4 filesystem.
 h = file_handle(8, 1, (ctypes.c_ubyte * 8)(2, 0, 0, 0, 0, 0, 0, 0))
-mount_fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+mount_fd = os.open(os.getcwd(), os.O_RDONLY | os.O_DIRECTORY)
 print("open_by_handle_at", flush=True)
 escaped("open_by_handle_at", syscall(SYS_open_by_handle_at, mount_fd, ctypes.byref(h), os.O_RDONLY))

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "server_process.h"
@@ -27,6 +28,7 @@ struct Case {
   int timeout_s = 20;
   int runs = 1;
   std::string prelude;  // tests/escape/_prelude_<name>.py goes in front
+  bool distinct = false;  // lines starting "DISTINCT " must differ between repeats
 };
 
 Case LoadCase(const std::string& file) {
@@ -53,6 +55,7 @@ Case LoadCase(const std::string& file) {
     if (auto v = value("stdin")) c.stdin_data = *v;
     if (auto v = value("repeat")) c.runs = std::stoi(*v);
     if (auto v = value("prelude")) c.prelude = *v;
+    if (auto v = value("distinct")) c.distinct = !v->empty();
   }
   if (!c.prelude.empty()) {
     // Shared helpers, put in front so that the snippet still reaches the
@@ -107,12 +110,17 @@ std::vector<std::string> Wrapper(const std::string& posture) {
 class EscapeTest : public ::testing::TestWithParam<Param> {};
 
 // Every process a run started is gone: the zygote's children are back to
-// idle spares, none of which has a child of its own.
+// idle spares. A spare is one runner waiting for its run, under the init of
+// its own pid namespace where runs have one: no deeper process exists.
 bool OnlyIdleSpares(const ServerProcess& s) {
   pid_t zygote = s.ZygotePid();
   if (zygote <= 0) return false;
   for (pid_t child : ChildrenOf(zygote, false)) {
-    if (!ChildrenOf(child, false).empty()) return false;
+    std::vector<pid_t> below = ChildrenOf(child, false);
+    if (below.size() > 1) return false;
+    for (pid_t runner : below) {
+      if (!ChildrenOf(runner, false).empty()) return false;
+    }
   }
   return ChildrenOf(zygote, false).size() <= 4;
 }
@@ -134,6 +142,7 @@ TEST_P(EscapeTest, Snippet) {
   }
   ServerProcess s({}, {}, Wrapper(p.posture));
   s.Initialize();
+  std::set<std::string> distinct_lines;
   for (int run = 0; run < c.runs; ++run) {
     json args = {{"code", c.code}, {"timeout_s", c.timeout_s}};
     if (!c.stdin_data.empty()) args["stdin"] = c.stdin_data;
@@ -143,6 +152,17 @@ TEST_P(EscapeTest, Snippet) {
     std::string report = "run " + std::to_string(run + 1) + " of " + c.name + ": " + out.dump();
     const std::string stdout_text = out["stdout"];
     EXPECT_EQ(stdout_text.find("ESCAPED"), std::string::npos) << report;
+    if (c.distinct) {
+      std::istringstream lines(stdout_text);
+      std::string line;
+      int seen = 0;
+      while (std::getline(lines, line)) {
+        if (line.rfind("DISTINCT ", 0) != 0) continue;
+        ++seen;
+        EXPECT_TRUE(distinct_lines.insert(line).second) << "an earlier run printed the same: " << line;
+      }
+      EXPECT_GT(seen, 0) << report;
+    }
     if (c.expect == "pass") {
       EXPECT_EQ(out["exit_code"], 0) << report;
       EXPECT_NE(("\n" + stdout_text).find("\nPASS"), std::string::npos) << report;

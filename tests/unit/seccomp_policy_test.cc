@@ -76,6 +76,19 @@ const Forbidden kForbidden[] = {
     {"io_uring_setup", [] { return Errno(syscall(SYS_io_uring_setup, 1, nullptr)); }, ENOSYS, 0},
     {"mknod(S_IFCHR)", [] { return Errno(mknod("dev-null-copy", S_IFCHR | 0600, makedev(1, 3))); }, EPERM, 0},
     {"prlimit64(pid 1)", [] { rlimit r; return Errno(syscall(SYS_prlimit64, 1, RLIMIT_NOFILE, nullptr, &r)); }, EPERM, 0},
+    {"memfd_create", [] { return Errno(syscall(SYS_memfd_create, "x", 0)); }, EPERM, 0},
+    {"inotify_init1", [] { return Errno(syscall(SYS_inotify_init1, 0)); }, EPERM, 0},
+    {"inotify_init", [] { return Errno(syscall(SYS_inotify_init)); }, EPERM, 0},
+    {"setpriority(PRIO_PROCESS, pid 1)", [] { return Errno(setpriority(PRIO_PROCESS, 1, 19)); }, EPERM, 0},
+    {"setpriority(PRIO_PGRP, 0)", [] { return Errno(setpriority(PRIO_PGRP, 0, 19)); }, EPERM, 0},
+    {"setpriority(PRIO_USER, 0)", [] { return Errno(setpriority(PRIO_USER, 0, 19)); }, EPERM, 0},
+    {"sched_setaffinity(pid 1)",
+     [] {
+       cpu_set_t s;
+       CPU_ZERO(&s);
+       CPU_SET(0, &s);
+       return Errno(sched_setaffinity(1, sizeof s, &s));
+     }, EPERM, 0},
     {"prctl(PR_SET_MM)", [] { return Errno(prctl(PR_SET_MM, 0, 0, 0, 0)); }, EPERM, 0},
     {"setuid(0)", [] { return Errno(syscall(SYS_setuid, 0)); }, EPERM, 0},
     {"capset", [] { return Errno(syscall(SYS_capset, nullptr, nullptr)); }, EPERM, 0},
@@ -171,7 +184,13 @@ const Needed kNeeded[] = {
     {"getrandom", [] { char b[8]; return Errno(syscall(SYS_getrandom, b, sizeof b, 0)); }},
     {"sched_getaffinity", [] { cpu_set_t s; return Errno(sched_getaffinity(0, sizeof s, &s)); }},
     {"prctl(PR_SET_NAME)", [] { return Errno(prctl(PR_SET_NAME, "worker")); }},
-    {"memfd_create", [] { return Errno(syscall(SYS_memfd_create, "x", 0)); }},
+    {"setpriority(PRIO_PROCESS, self)", [] { return Errno(setpriority(PRIO_PROCESS, 0, 1)); }},
+    {"sched_setaffinity(self)",
+     [] {
+       cpu_set_t s;
+       if (sched_getaffinity(0, sizeof s, &s)) return errno;
+       return Errno(sched_setaffinity(0, sizeof s, &s));
+     }},
     {"kill(self, 0)", [] { return Errno(kill(getpid(), 0)); }},
 };
 

@@ -1,0 +1,380 @@
+#include "sandbox/cgroups.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+namespace mcpexec::sandbox::cgroups {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+std::string ReadAt(int dirfd, const std::string& rel) {
+  int fd = openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+// 0 on success, else errno.
+int WriteAt(int dirfd, const std::string& rel, const std::string& value) {
+  int fd = openat(dirfd, rel.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  ssize_t n = write(fd, value.data(), value.size());
+  int err = n == static_cast<ssize_t>(value.size()) ? 0 : (n < 0 ? errno : EIO);
+  close(fd);
+  return err;
+}
+
+bool HasToken(const std::string& csv, const std::string& token) {
+  std::stringstream in(csv);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == token) return true;
+  }
+  return false;
+}
+
+bool HasWord(const std::string& text, const std::string& word) {
+  std::stringstream in(text);
+  std::string item;
+  while (in >> item) {
+    if (item == word) return true;
+  }
+  return false;
+}
+
+struct CgroupMount {
+  std::string point, root;
+};
+
+// The cgroup mounts of this mount namespace: v1 by controller, and v2.
+void FindMounts(CgroupMount* memory_v1, CgroupMount* pids_v1, CgroupMount* unified) {
+  std::stringstream in(ReadFile("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream f(line);
+    std::string id, parent, dev, root, point, opts, field;
+    f >> id >> parent >> dev >> root >> point >> opts;
+    while (f >> field && field != "-") {
+    }
+    std::string fstype, source, super;
+    f >> fstype >> source >> super;
+    if (fstype == "cgroup2" && unified->point.empty()) *unified = {point, root};
+    if (fstype != "cgroup") continue;
+    if (HasToken(super, "memory") && memory_v1->point.empty()) *memory_v1 = {point, root};
+    if (HasToken(super, "pids") && pids_v1->point.empty()) *pids_v1 = {point, root};
+  }
+}
+
+// This process's cgroup path for a v1 controller, or for v2 ("").
+std::string OwnPath(const std::string& controller) {
+  std::stringstream in(ReadFile("/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string ctrls = line.substr(a + 1, b - a - 1);
+    if ((controller.empty() && ctrls.empty()) || (!controller.empty() && HasToken(ctrls, controller))) {
+      return line.substr(b + 1);
+    }
+  }
+  return "";
+}
+
+// Inside a cgroup namespace of its own, "/" is the container's cgroup, not
+// the host's root.
+bool InInitialCgroupNamespace() {
+  char buf[64] = {};
+  ssize_t n = readlink("/proc/self/ns/cgroup", buf, sizeof buf - 1);
+  return n <= 0 || std::string(buf) == "cgroup:[4026531835]";
+}
+
+// Removes what earlier servers left below dir: mcp-exec-<pid> parents whose
+// pid is gone, and their run children (only empty cgroups can be removed).
+void RemoveStale(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind("mcp-exec-", 0) != 0) continue;
+    pid_t pid = static_cast<pid_t>(atoi(n.c_str() + 9));
+    if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)) continue;
+    stale.push_back(dir + "/" + n);
+  }
+  closedir(d);
+  for (const std::string& parent : stale) {
+    if (DIR* p = opendir(parent.c_str())) {
+      while (dirent* e = readdir(p)) {
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') rmdir((parent + "/" + e->d_name).c_str());
+      }
+      closedir(p);
+    }
+    rmdir(parent.c_str());
+  }
+}
+
+// Makes <dir>/mcp-exec-<pid> and opens it; -1 with *why on failure.
+int MakeParent(const std::string& dir, std::string* parent, std::string* why) {
+  RemoveStale(dir);
+  *parent = dir + "/mcp-exec-" + std::to_string(getpid());
+  if (mkdir(parent->c_str(), 0755) != 0 && errno != EEXIST) {
+    *why = "cannot make " + *parent + ": " + strerror(errno);
+    return -1;
+  }
+  int fd = open(parent->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) *why = "cannot open " + *parent + ": " + strerror(errno);
+  return fd;
+}
+
+std::string ControllerDir(const CgroupMount& m, const std::string& own, const std::string& name,
+                          std::string* why) {
+  if (m.point.empty()) {
+    *why = "no " + name + " controller is mounted";
+    return "";
+  }
+  if (own.empty()) {
+    *why = "this process has no " + name + " cgroup";
+    return "";
+  }
+  if (own == "/" && InInitialCgroupNamespace()) {
+    *why = "the server runs in the host's root " + name +
+           " cgroup, which is not its to divide: start it in a cgroup of its own";
+    return "";
+  }
+  std::string rel = own;
+  if (m.root != "/" && rel.compare(0, m.root.size(), m.root) == 0) rel = rel.substr(m.root.size());
+  return m.point + (rel == "/" ? "" : rel);
+}
+
+void DetectV2(const CgroupMount& unified, Delegation* d) {
+  std::string why;
+  std::string dir = ControllerDir(unified, OwnPath(""), "cgroup v2", &why);
+  if (dir.empty()) {
+    d->why_not_memory = d->why_not_pids = why;
+    return;
+  }
+  std::string available = ReadFile(dir + "/cgroup.controllers");
+  if (!HasWord(available, "memory")) {
+    d->why_not_memory = d->why_not_pids =
+        "the memory controller is not delegated to " + dir + " (cgroup.controllers: " +
+        (available.empty() ? "empty" : available.substr(0, available.find('\n'))) + ")";
+    return;
+  }
+  std::string parent;
+  int fd = MakeParent(dir, &parent, &why);
+  if (fd < 0) {
+    d->why_not_memory = d->why_not_pids = why;
+    return;
+  }
+  // Our parent holds no process: its children may get the controllers.
+  bool pids = HasWord(available, "pids");
+  std::string enable = pids ? "+memory +pids" : "+memory";
+  int err = WriteAt(fd, "cgroup.subtree_control", enable);
+  if (err != 0) {
+    d->why_not_memory = d->why_not_pids =
+        "cannot enable " + enable + " below " + parent + ": " + strerror(err) +
+        " (the server's own cgroup must enable them in its cgroup.subtree_control)";
+    close(fd);
+    rmdir(parent.c_str());
+    return;
+  }
+  d->version = 2;
+  d->memory_fd = fd;
+  d->memory_dir = parent;
+  if (pids) {
+    d->pids_fd = fd;
+    d->pids_dir = parent;
+  } else {
+    d->why_not_pids = "the pids controller is not delegated to " + dir;
+  }
+}
+
+}  // namespace
+
+Delegation Detect() {
+  Delegation d;
+  CgroupMount memory_v1, pids_v1, unified;
+  FindMounts(&memory_v1, &pids_v1, &unified);
+  if (memory_v1.point.empty()) {
+    DetectV2(unified, &d);
+    return d;
+  }
+  std::string why, parent;
+  std::string dir = ControllerDir(memory_v1, OwnPath("memory"), "memory", &why);
+  int fd = dir.empty() ? -1 : MakeParent(dir, &parent, &why);
+  if (fd < 0) {
+    d.why_not_memory = why;
+  } else {
+    d.version = 1;
+    d.memory_fd = fd;
+    d.memory_dir = parent;
+  }
+  why.clear();
+  dir = ControllerDir(pids_v1, OwnPath("pids"), "pids", &why);
+  fd = dir.empty() ? -1 : MakeParent(dir, &parent, &why);
+  if (fd < 0) {
+    d.why_not_pids = why;
+  } else {
+    if (d.version == 0) d.version = 1;
+    d.pids_fd = fd;
+    d.pids_dir = parent;
+  }
+  return d;
+}
+
+void RemoveParents(const Delegation& d) {
+  for (const std::string& dir : {d.memory_dir, d.pids_dir}) {
+    if (dir.empty()) continue;
+    if (DIR* p = opendir(dir.c_str())) {
+      while (dirent* e = readdir(p)) {
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') rmdir((dir + "/" + e->d_name).c_str());
+      }
+      closedir(p);
+    }
+    rmdir(dir.c_str());
+  }
+  if (d.memory_fd >= 0) close(d.memory_fd);
+  if (d.pids_fd >= 0 && d.pids_fd != d.memory_fd) close(d.pids_fd);
+}
+
+bool Create(const Delegation& d, const RunLimits& l, const std::string& name, std::string* error) {
+  auto fail = [&](const std::string& what, int err) {
+    *error = "cgroup " + name + ": " + what + ": " + strerror(err);
+    return false;
+  };
+  if (d.memory_fd >= 0) {
+    if (mkdirat(d.memory_fd, name.c_str(), 0755) != 0 && errno != EEXIST) return fail("mkdir", errno);
+    std::string bytes = std::to_string(l.memory_bytes);
+    if (d.version == 1) {
+      if (int e = WriteAt(d.memory_fd, name + "/memory.limit_in_bytes", bytes)) {
+        return fail("memory.limit_in_bytes", e);
+      }
+      // No swap beyond the limit, where swap is accounted.
+      int e = WriteAt(d.memory_fd, name + "/memory.memsw.limit_in_bytes", bytes);
+      if (e != 0 && e != ENOENT) return fail("memory.memsw.limit_in_bytes", e);
+    } else {
+      if (int e = WriteAt(d.memory_fd, name + "/memory.max", bytes)) return fail("memory.max", e);
+      int e = WriteAt(d.memory_fd, name + "/memory.swap.max", "0");
+      if (e != 0 && e != ENOENT) return fail("memory.swap.max", e);
+      // Out of memory, the whole run goes, not one process of it.
+      WriteAt(d.memory_fd, name + "/memory.oom.group", "1");
+    }
+  }
+  if (d.pids_fd >= 0) {
+    if (d.pids_fd != d.memory_fd && mkdirat(d.pids_fd, name.c_str(), 0755) != 0 && errno != EEXIST) {
+      return fail("mkdir (pids)", errno);
+    }
+    if (int e = WriteAt(d.pids_fd, name + "/pids.max", std::to_string(l.max_processes))) {
+      return fail("pids.max", e);
+    }
+  }
+  return true;
+}
+
+bool Join(const Delegation& d, const std::string& name, std::string* error) {
+  std::vector<int> fds;
+  if (d.memory_fd >= 0) fds.push_back(d.memory_fd);
+  if (d.pids_fd >= 0 && d.pids_fd != d.memory_fd) fds.push_back(d.pids_fd);
+  for (int fd : fds) {
+    // "0": the writer itself, whatever pid namespace it sees.
+    if (int e = WriteAt(fd, name + "/cgroup.procs", "0")) {
+      *error = "join cgroup " + name + ": " + strerror(e);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool OomKilled(const Delegation& d, const std::string& name) {
+  if (d.memory_fd < 0) return false;
+  std::string text = ReadAt(d.memory_fd, name + (d.version == 1 ? "/memory.oom_control" : "/memory.events"));
+  std::stringstream in(text);
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value) {
+    if ((key == "oom_kill" || key == "oom_group_kill") && value > 0) return true;
+  }
+  return false;
+}
+
+void Destroy(const Delegation& d, const std::string& name) {
+  for (int fd : {d.memory_fd, d.pids_fd}) {
+    if (fd < 0) continue;
+    // Whatever is still in it (nothing, when the run had its own pid
+    // namespace: its init's end took everything with it).
+    std::stringstream procs(ReadAt(fd, name + "/cgroup.procs"));
+    pid_t pid;
+    while (procs >> pid) kill(pid, SIGKILL);
+    for (int i = 0; i < 50; ++i) {
+      if (unlinkat(fd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) break;
+      usleep(1000);  // its last task is still exiting
+    }
+    if (d.pids_fd == d.memory_fd) break;
+  }
+}
+
+void Probe(Delegation* d, const RunLimits& limits) {
+  if (d->version == 0) return;
+  std::string name = "probe-" + std::to_string(getpid()), error;
+  auto off = [&](const std::string& why) {
+    d->version = 0;
+    d->why_not_memory = d->why_not_pids = why;
+  };
+  if (!Create(*d, limits, name, &error)) return off(error);
+  pid_t pid = fork();
+  if (pid == 0) _exit(Join(*d, name, &error) ? 0 : 1);
+  int status = 0;
+  bool joined = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0;
+  Destroy(*d, name);
+  if (!joined) off("a process could not join a child cgroup of " + d->memory_dir);
+}
+
+LayerStatus Report(const Delegation& d, const RunLimits& l) {
+  LayerStatus s;
+  s.name = "cgroup";
+  s.active = d.version > 0 && (d.memory_fd >= 0 || d.pids_fd >= 0);
+  if (!s.active) {
+    s.detail = "no delegated cgroup: memory and processes are bounded per process by rlimits (" +
+               d.why_not_memory + ")";
+    s.fix = "start the server in a cgroup of its own that it may write (cgroup v2: with memory and "
+            "pids in its parent's cgroup.subtree_control; Kubernetes and Docker: see README)";
+    return s;
+  }
+  std::string v = "v" + std::to_string(d.version);
+  s.detail = d.memory_fd >= 0
+                 ? v + ": each run in a memory cgroup of its own below " + d.memory_dir +
+                       ": all its processes, tmpfs and shared memory together under " +
+                       std::to_string(l.memory_bytes >> 20) + " MiB"
+                 : "memory: not used (" + d.why_not_memory + ")";
+  s.detail += d.pids_fd >= 0 ? "; at most " + std::to_string(l.max_processes) +
+                                   " processes per run (pids cgroup)"
+                             : "; pids: not used (" + d.why_not_pids + ")";
+  return s;
+}
+
+}  // namespace mcpexec::sandbox::cgroups

@@ -1,0 +1,33 @@
+# escape: read other runs' processes (their subprocesses' argv: a common place for secrets)
+# expect: pass
+# timeout: 30
+import errno
+import os
+
+me = os.getpid()
+# Our own tree: ourselves, and the init of our own pid namespace when we are its pid 2.
+own = {me}
+if me == 2 and os.getppid() == 1:
+    own.add(1)
+readable = []
+try:
+    visible = {int(n) for n in os.listdir("/proc") if n.isdigit()}
+    print("NOTE: visible pids", sorted(visible)[:20])
+except OSError as e:
+    print("NOTE: /proc cannot be listed:", errno.errorcode.get(e.errno, e.errno))
+    visible = set()
+# Whether listed or not, try every pid of a small host.
+for pid in sorted(visible | set(range(1, 5000))):
+    if pid in own:
+        continue
+    for what in ("cmdline", "environ", "status"):
+        try:
+            with open(f"/proc/{pid}/{what}", "rb") as f:
+                data = f.read(200)
+        except OSError:
+            continue
+        readable.append(f"{pid}/{what}: {data[:60]!r}")
+if readable:
+    print("ESCAPED: other processes are readable:", readable[:10])
+    raise SystemExit(1)
+print("PASS")
