@@ -368,5 +368,49 @@ TEST_F(HttpTest, MetricsAndHealth) {
   EXPECT_EQ(Client().Get("/healthz")->body, "ok\n");
 }
 
+// DNS rebinding: a page on 127.evil.example (or 127.0.0.1.nip.io) that
+// rebinds its name to 127.0.0.1 sends Host and Origin with that name. Only
+// literal loopback forms may pass, never a name that merely looks like one.
+TEST_F(HttpTest, LookAlikeLoopbackNamesAreForbidden) {
+  Start();
+  std::string sid = Initialize();
+  const std::string port = std::to_string(port_);
+  json call = {{"jsonrpc", "2.0"},
+               {"id", 5},
+               {"method", "tools/call"},
+               {"params", {{"name", "exec"}, {"arguments", {{"code", "print('rebound')"}}}}}};
+  for (std::string name : {"127.evil.example", "127.0.0.1.nip.io", "127.0.0.1evil", "127.1",
+                           "127.0.0.256", "localhost.evil.example", "0127.0.0.1"}) {
+    for (const std::string& host : {name, name + ":" + port}) {
+      auto c = Client();
+      auto init = c.Post("/mcp",
+                         {{"Accept", "application/json, text/event-stream"},
+                          {"Host", host},
+                          {"Origin", "http://" + host}},
+                         kInit, "application/json");
+      ASSERT_TRUE(init);
+      EXPECT_EQ(init->status, 403) << host;
+      auto h = Session(sid);
+      h.emplace("Host", host);
+      auto r = c.Post("/mcp", h, call.dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 403) << "tools/call with Host: " << host;
+      EXPECT_EQ(r->body.find("rebound"), std::string::npos);
+      h = Session(sid);
+      h.emplace("Origin", "http://" + host);
+      r = c.Post("/mcp", h, call.dump(), "application/json");
+      EXPECT_EQ(r->status, 403) << "tools/call with Origin: http://" << host;
+    }
+  }
+  // The real loopback names still work.
+  for (std::string host : {"127.0.0.1:" + port, "localhost:" + port, "127.0.0.2:" + port}) {
+    auto h = Session(sid);
+    h.emplace("Host", host);
+    h.emplace("Origin", "http://" + host);
+    auto r = Client().Post("/mcp", h, call.dump(), "application/json");
+    EXPECT_EQ(r->status, 200) << host;
+  }
+}
+
 }  // namespace
 }  // namespace mcpexec::testing
