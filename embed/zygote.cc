@@ -57,6 +57,7 @@ struct Zygote {
     uint64_t run_id;
     int sock;
     std::string cgroup;
+    bool reported = false;  // kExited already sent (the run's init reported first)
   };
   uint64_t next_cgroup = 0;
   std::map<pid_t, Run> runners;
@@ -492,6 +493,31 @@ bool ForgetSpare(Zygote& z, pid_t pid) {
   return false;
 }
 
+// Tells the supervisor that a run ended, with the runner's wait status and
+// the kernel's word on memory (the run's cgroup): the trusted side only.
+void ReportExit(Zygote& z, Zygote::Run& run, int status) {
+  uint32_t flags = 0;
+  if (!run.cgroup.empty() && sandbox::cgroups::OomKilled(z.sandbox.cgroups, run.cgroup)) {
+    flags |= wire::kExitedOomKilled;
+  }
+  wire::Header r{wire::Type::kExited, flags, run.run_id, status};
+  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+  run.reported = true;
+}
+
+// A run's init reports the runner's status as soon as it has reaped it:
+// answered then, the call does not also wait for the init's own exit.
+void ReadReaperReport(Zygote& z, pid_t pid) {
+  auto it = z.runners.find(pid);
+  if (it == z.runners.end() || it->second.reported) return;
+  wire::Header rh;
+  std::string payload;
+  std::vector<int> fds;
+  int r = wire::ReceiveNow(it->second.sock, &rh, &payload, &fds);
+  CloseAll(fds);
+  if (r > 0 && rh.type == wire::Type::kExited) ReportExit(z, it->second, static_cast<int>(rh.value));
+}
+
 void ReapChildren(Zygote& z) {
   bool runner_ended = false;
   for (;;) {
@@ -505,7 +531,7 @@ void ReapChildren(Zygote& z) {
     }
     Zygote::Run run = it->second;
     z.runners.erase(it);
-    if (run.sock >= 0) {
+    if (!run.reported && run.sock >= 0) {
       // The run's init reported the runner's own status before it exited.
       wire::Header rh;
       std::string payload;
@@ -514,16 +540,10 @@ void ReapChildren(Zygote& z) {
         status = static_cast<int>(rh.value);
       }
       CloseAll(fds);
-      close(run.sock);
     }
-    // The kernel's word on memory, from the trusted side: the run's cgroup.
-    uint32_t flags = 0;
-    if (!run.cgroup.empty()) {
-      if (sandbox::cgroups::OomKilled(z.sandbox.cgroups, run.cgroup)) flags |= wire::kExitedOomKilled;
-      sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);
-    }
-    wire::Header r{wire::Type::kExited, flags, run.run_id, status};
-    wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+    if (!run.reported) ReportExit(z, run, status);
+    if (run.sock >= 0) close(run.sock);
+    if (!run.cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);
     runner_ended = true;
   }
   // Whatever a finished run left behind was re-parented to us: end it.
@@ -533,12 +553,21 @@ void ReapChildren(Zygote& z) {
 [[noreturn]] void Serve(Zygote& z, int sigfd) {
   for (;;) {
     ReplenishSpares(z);
-    pollfd pfds[2] = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
-    if (poll(pfds, 2, -1) < 0) {
+    std::vector<pollfd> pfds = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
+    std::vector<pid_t> reapers;  // runs whose init may report on its socket
+    for (auto& [pid, run] : z.runners) {
+      if (run.sock < 0 || run.reported || !z.sandbox.run_pidns) continue;
+      pfds.push_back({run.sock, POLLIN, 0});
+      reapers.push_back(pid);
+    }
+    if (poll(pfds.data(), pfds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       Die("poll");
     }
     z.spare_fork_failed = false;
+    for (size_t i = 0; i < reapers.size(); ++i) {
+      if (pfds[2 + i].revents & POLLIN) ReadReaperReport(z, reapers[i]);
+    }
     if (pfds[1].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sigfd, &si, sizeof si) == sizeof si) {

@@ -3,6 +3,7 @@
 // cancellation in the queue, tracebacks, validation slips, fresh secrets.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -233,6 +234,71 @@ TEST(FreshSecretsTest, MultiprocessingAuthkeyDiffersInEveryRun) {
   std::string a = s.Exec(code)["stdout"], b = s.Exec(code)["stdout"];
   EXPECT_EQ(a.size(), 65u) << a;
   EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
+
+namespace mcpexec::testing {
+namespace {
+
+// The folder below which the server makes its runs' memory cgroups, from the
+// layer it logs at start; "" when the layer is off (with why in *detail).
+std::string RunCgroupParent(ServerProcess& s, std::string* detail) {
+  WaitUntil([&] { return s.Stderr().find("\"event\":\"sandbox\"") != std::string::npos; }, 5000);
+  std::string err = s.Stderr();
+  for (size_t at = 0; (at = err.find("\"event\":\"sandbox\"", at)) != std::string::npos; ++at) {
+    size_t start = err.rfind('\n', at);
+    size_t end = err.find('\n', at);
+    json line = json::parse(err.substr(start == std::string::npos ? 0 : start + 1,
+                                       end == std::string::npos ? std::string::npos : end - start - 1));
+    for (const json& l : line["layers"]) {
+      if (l["name"] != "cgroup") continue;
+      *detail = l["detail"];
+      if (!l["active"].get<bool>()) return "";
+      std::string d = *detail;
+      size_t b = d.find("below ");
+      if (b == std::string::npos) return "";
+      size_t e = d.find(':', b);
+      return d.substr(b + 6, e - b - 6);
+    }
+  }
+  return "";
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+TEST(CgroupTest, EachRunIsInACgroupOfItsOwnRemovedWithIt) {
+  std::string parent, detail;
+  {
+    ServerProcess s;
+    s.Initialize();
+    parent = RunCgroupParent(s, &detail);
+    if (parent.empty()) {
+      GTEST_SKIP() << "no per-run cgroup on this host: " << detail;
+    }
+    ASSERT_TRUE(IsDir(parent)) << parent;
+    std::string out = s.Exec("print(open('/proc/self/cgroup').read())")["stdout"];
+    size_t at = out.find("/mcp-exec-");
+    ASSERT_NE(at, std::string::npos) << out;
+    std::string leaf = out.substr(out.find('/', at + 1) + 1);
+    leaf = leaf.substr(0, leaf.find('\n'));
+    EXPECT_EQ(leaf[0], 'r') << out;
+    // The run's cgroup goes with the run (only the spares' are left).
+    EXPECT_TRUE(WaitUntil([&] { return !IsDir(parent + "/" + leaf); }, 5000)) << parent << "/" << leaf;
+    // The limit is the run's memory limit (512 MiB by default).
+    std::string probe = s.Exec(
+        "import re\n"
+        "line = [l for l in open('/proc/self/cgroup') if ':memory:' in l][0]\n"
+        "print(line.strip().split(':')[2])")["stdout"];
+    EXPECT_NE(probe.find("/mcp-exec-"), std::string::npos) << probe;
+    s.CloseStdin();
+    EXPECT_EQ(s.Wait(15000), 0);
+  }
+  EXPECT_FALSE(IsDir(parent)) << "the server's cgroup parent outlived it: " << parent;
 }
 
 }  // namespace
