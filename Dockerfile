@@ -9,6 +9,12 @@
 #     --tmpfs /tmp:rw,noexec,nosuid,size=64m \
 #     --memory 256m --pids-limit 128 --cpus 1 mcp-exec
 #
+# Docker mounts a container's cgroup read-only, so per-run cgroups are off in
+# this posture (`mcp-exec doctor` says so): --memory and --pids-limit then
+# bound all runs together, and rlimits each process of a run. A host that
+# delegates a writable cgroup v2 subtree to the container (memory and pids in
+# its cgroup.subtree_control) gets a cgroup per run with no flag to set.
+#
 # The package lists are NOT repeated here: both stages read them from
 # scripts/deps/*.txt (one package a line, '#' comments), the same files
 # scripts/setup.sh installs from. scripts/check-image-recipe replays the

@@ -179,7 +179,9 @@ void Report(int flags, bool run_pidns, bool run_netns, std::vector<LayerStatus>*
                                              : "none",
                      (flags & CLONE_NEWUSER) || geteuid() == 0 ? "" : fix});
   layers->push_back({"pid_namespace", (flags & CLONE_NEWPID) != 0, false,
-                     !(flags & CLONE_NEWPID) ? "runs share the host's pid namespace"
+                     !(flags & CLONE_NEWPID) ? "runs share the host's pid namespace (seccomp keeps "
+                                               "renice and CPU pinning to the caller; Landlock lets "
+                                               "a run read only its own /proc entries)"
                      : run_pidns ? "each run has a pid namespace (and /proc) of its own: it sees and "
                                    "touches only its own processes; the supervisor and other runs "
                                    "are invisible"
