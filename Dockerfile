@@ -56,9 +56,10 @@ LABEL org.opencontainers.image.title="mcp-exec" \
       org.opencontainers.image.licenses="${LICENSES}" \
       org.opencontainers.image.version="${VERSION}"
 
-# The shared libraries the binary links (libpython3.11, libseccomp2,
-# cpp-httplib) and the sandbox's Python packages (their versions are pinned
-# by bookworm itself; wheels/manifest.txt records them).
+# The shared libraries the binary links (libpython3.11, libseccomp2; its
+# HTTP server, Boost.Beast, is header-only) and the sandbox's Python
+# packages (their versions are pinned by bookworm itself; wheels/manifest.txt
+# records them).
 COPY scripts/deps/runtime.txt /tmp/deps/runtime.txt
 RUN apt-get update \
  && grep -v -e '^#' -e '^[[:space:]]*$' /tmp/deps/runtime.txt \

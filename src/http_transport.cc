@@ -1,13 +1,14 @@
 #include "http_transport.h"
 
-#include <httplib.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "http_server.h"
 #include "log.h"
 #include "mcp_server.h"
 
@@ -34,58 +36,155 @@ std::string NewSessionId() {
   return id;
 }
 
-std::string SseEvent(const json& msg) {
-  return "event: message\ndata: " + msg.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+std::string Dump(const json& msg) {
+  return msg.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// A POST waiting for the answer to its request.
+std::string SseEvent(const json& msg) { return "event: message\ndata: " + Dump(msg) + "\n\n"; }
+
+http::Response PlainError(int status, const std::string& message) {
+  http::Response r;
+  r.status = status;
+  r.content_type = "text/plain";
+  r.body = message + "\n";
+  return r;
+}
+
+http::Response JsonRpcHttpError(int status, int code, const std::string& message) {
+  http::Response r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = jsonrpc::Error(nullptr, code, message).dump();
+  return r;
+}
+
+http::Response JsonAnswer(const json& msg) {
+  http::Response r;
+  r.content_type = "application/json";
+  r.body = Dump(msg);
+  return r;
+}
+
+bool MediaTypeIs(const std::string& header, const char* type) {
+  std::string h = header.substr(0, header.find(';'));
+  h.erase(h.find_last_not_of(' ') + 1);
+  return strcasecmp(h.c_str(), type) == 0;
+}
+
+bool Accepts(const std::string& accept, const char* type) {
+  return accept.find(type) != std::string::npos || accept.find("*/*") != std::string::npos;
+}
+
+bool IsSupportedVersion(const std::string& v) {
+  for (const auto& s : kSupportedProtocolVersions) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+// A POST waiting for the answer to its request. The answer may come before
+// the POST decided to stream (then it is answered as JSON) or after (then
+// it is the stream's one event).
 struct Waiter {
+  explicit Waiter(json request_id) : id(std::move(request_id)) {}
+  const json id;
   std::mutex mu;
-  std::condition_variable cv;
-  std::optional<json> answer;
+  std::optional<json> answer;            // arrived before a stream was attached
+  std::shared_ptr<http::Stream> stream;  // attached once the POST streams
+  bool answered = false;                 // written to the stream
+  Clock::time_point give_up;
+
+  // With mu held: the answer goes out on the attached stream, which ends.
+  void DeliverLocked(const json& m) {
+    answered = true;
+    stream->Write(SseEvent(m));
+    stream->End();
+  }
 };
 
 // One MCP session. Answers to requests go to the POST that waits for them;
-// everything else goes to the session's event streams.
+// everything else goes to the session's event streams (for the legacy
+// transport: every message).
 class HttpSession {
  public:
   HttpSession(ToolBackend& backend, bool legacy)
       : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {}
 
+  bool legacy() const { return legacy_; }
+
   std::shared_ptr<Waiter> Expect(const json& id) {
-    auto w = std::make_shared<Waiter>();
+    auto w = std::make_shared<Waiter>(id);
     std::lock_guard<std::mutex> lock(mu_);
     waiters_[id.dump()] = w;
     return w;
   }
   // Only this waiter: a client may reuse an id once answered, and this may
-  // run after it did (a response's releaser runs when the bytes are gone).
+  // run after it did (a stream's on_close runs when the bytes are gone).
   void Forget(const json& id, const std::shared_ptr<Waiter>& w) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = waiters_.find(id.dump());
     if (it != waiters_.end() && it->second == w) waiters_.erase(it);
   }
-  // Waits up to `wait` for the next event of the streams.
-  bool NextEvent(std::string* out, std::chrono::milliseconds wait) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, wait, [&] { return !events_.empty() || closed_; });
-    if (events_.empty()) return false;
-    *out = std::move(events_.front());
-    events_.pop_front();
-    return true;
+
+  // An event stream of this session (GET /mcp, or the legacy stream): what
+  // waited for one is written to it first.
+  void Attach(std::shared_ptr<http::Stream> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Prune();
+    while (!events_.empty()) {
+      s->Write(std::move(events_.front()));
+      events_.pop_front();
+    }
+    streams_.push_back(std::move(s));
   }
+  void Detached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Prune();
+  }
+  void EndStreams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : streams_) s->End();
+  }
+
+  // Ends the session: its streams end, its calls are cancelled (no answer,
+  // as for a client's cancellation).
   void Close() {
+    std::vector<std::shared_ptr<Waiter>> waiting;
     {
       std::lock_guard<std::mutex> lock(mu_);
       closed_ = true;
+      for (auto& s : streams_) s->End();
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
     }
-    cv_.notify_all();
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->stream) w->stream->End();
+    }
     mcp_.CancelAll();
   }
   bool closed() {
     std::lock_guard<std::mutex> lock(mu_);
     return closed_;
   }
+
+  // Answers with an error the POSTs past their give-up time. Returns how
+  // many were answered.
+  int AnswerOverdue(Clock::time_point now, const std::string& why) {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
+    }
+    int n = 0;
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (!w->stream || w->answered || now < w->give_up) continue;
+      w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
+      ++n;
+    }
+    return n;
+  }
+
   void Touch() {
     std::lock_guard<std::mutex> lock(mu_);
     last_used_ = Clock::now();
@@ -99,31 +198,49 @@ class HttpSession {
 
  private:
   void Route(const json& m) {
+    const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
     std::shared_ptr<Waiter> w;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!legacy_ && m.contains("id") && !m["id"].is_null()) {
+      if (has_id && !legacy_) {
         auto it = waiters_.find(m["id"].dump());
         if (it != waiters_.end()) w = it->second;
       }
       if (!w) {
         if (closed_) return;
-        events_.push_back(SseEvent(m));
+        std::string event = SseEvent(m);
+        for (auto& s : streams_) {
+          if (s->Open()) {
+            s->Write(std::move(event));
+            return;
+          }
+        }
+        // No stream yet (or any more): kept for the next one, within reason.
+        if (events_.size() >= kMaxQueuedEvents) events_.pop_front();
+        events_.push_back(std::move(event));
+        return;
       }
     }
-    if (w) {
-      std::lock_guard<std::mutex> lock(w->mu);
-      w->answer = m;
-      w->cv.notify_all();
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (w->answered) return;
+    if (w->stream) {
+      w->DeliverLocked(m);
     } else {
-      cv_.notify_all();
+      w->answer = m;
     }
   }
+  void Prune() {
+    streams_.erase(
+        std::remove_if(streams_.begin(), streams_.end(),
+                       [](const std::shared_ptr<http::Stream>& s) { return !s->Open(); }),
+        streams_.end());
+  }
 
+  static constexpr size_t kMaxQueuedEvents = 1000;
   const bool legacy_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Waiter>> waiters_;
+  std::vector<std::shared_ptr<http::Stream>> streams_;
   std::deque<std::string> events_;
   bool closed_ = false;
   Clock::time_point last_used_ = Clock::now();
@@ -132,6 +249,9 @@ class HttpSession {
   McpSession mcp_;
 };
 
+// The open sessions, and the closed ones whose calls still run: a call's
+// thread holds the session (it answers through Route), so a session is
+// destroyed only once nothing but this table holds it.
 class SessionTable {
  public:
   explicit SessionTable(size_t max) : max_(max) {}
@@ -158,6 +278,7 @@ class SessionTable {
       if (it == map_.end()) return nullptr;
       s = it->second;
       map_.erase(it);
+      closing_.push_back(s);
     }
     s->Close();
     return s;
@@ -171,6 +292,7 @@ class SessionTable {
         if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
             now - it->second->last_used() > idle) {
           expired.push_back(it->second);
+          closing_.push_back(it->second);
           it = map_.erase(it);
         } else {
           ++it;
@@ -179,6 +301,21 @@ class SessionTable {
     }
     for (auto& s : expired) s->Close();
     return static_cast<int>(expired.size());
+  }
+  // Destroys the closed sessions nothing else holds any more (their calls
+  // are over). Returns how many closed ones remain.
+  size_t Reap() {
+    std::vector<std::shared_ptr<HttpSession>> done;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = closing_.begin(); it != closing_.end();) {
+      if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
+        done.push_back(std::move(*it));
+        it = closing_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return closing_.size();
   }
   std::vector<std::shared_ptr<HttpSession>> All() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -190,80 +327,204 @@ class SessionTable {
     std::lock_guard<std::mutex> lock(mu_);
     return map_.size();
   }
-  void Clear() {
-    for (auto& s : All()) s->Close();
+  void CloseAll() {
+    std::vector<std::shared_ptr<HttpSession>> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, s] : map_) all.push_back(s), closing_.push_back(s);
+      map_.clear();
+    }
+    for (auto& s : all) s->Close();
+  }
+  // The sessions whose calls never ended: kept (never destroyed) so that a
+  // late call thread finds its session, when the process is about to exit.
+  void Abandon() {
     std::lock_guard<std::mutex> lock(mu_);
-    map_.clear();
+    auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(closing_));
+    (void)leaked;
+    closing_.clear();
   }
 
  private:
   const size_t max_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<HttpSession>> map_;
+  std::vector<std::shared_ptr<HttpSession>> closing_;
 };
 
-void PlainError(httplib::Response& res, int status, const std::string& message) {
-  res.status = status;
-  res.set_content(message + "\n", "text/plain");
-}
-
-void JsonRpcHttpError(httplib::Response& res, int status, int code, const std::string& message) {
-  res.status = status;
-  res.set_content(jsonrpc::Error(nullptr, code, message).dump(), "application/json");
-}
-
-bool MediaTypeIs(const std::string& header, const char* type) {
-  std::string h = header.substr(0, header.find(';'));
-  h.erase(h.find_last_not_of(' ') + 1);
-  return strcasecmp(h.c_str(), type) == 0;
-}
-
-bool Accepts(const std::string& accept, const char* type) {
-  return accept.find(type) != std::string::npos || accept.find("*/*") != std::string::npos;
-}
-
-bool IsSupportedVersion(const std::string& v) {
-  for (const auto& s : kSupportedProtocolVersions) {
-    if (s == v) return true;
+// The HTTP limits, from the configuration and the descriptors we may open.
+http::Limits LimitsFor(const Config& config) {
+  http::Limits l;
+  l.max_body_bytes = static_cast<uint64_t>(EffectiveMaxRequestBytes(config));
+  // Each connection is a descriptor; keep room for the runs' pipes and the
+  // zygote's sockets, and never let a connection flood exhaust them.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    int64_t reserve = 64 + 8 * (config.max_concurrent + config.max_queue);
+    int64_t room = static_cast<int64_t>(nofile.rlim_cur) - reserve;
+    l.max_connections = static_cast<size_t>(std::clamp<int64_t>(room, 16, 1024));
   }
-  return false;
+  l.max_connections_per_client = std::min<size_t>(l.max_connections_per_client, l.max_connections);
+  return l;
 }
 
-class HttpServer {
+class HttpTransport final : public http::Handler {
  public:
-  HttpServer(ExecService& service, const Config& config)
+  HttpTransport(ExecService& service, const Config& config)
       : service_(service),
         config_(config),
         listen_(http_policy::ParseAddr(config.addr)),
-        sessions_(static_cast<size_t>(config.max_sessions)) {}
+        sessions_(static_cast<size_t>(config.max_sessions)),
+        server_(*this, LimitsFor(config)) {}
 
   int Run(int signal_fd);
 
+  std::optional<http::Response> Screen(const http::Request& req, http::Headers* extra) override;
+  bool Inline(const http::Request& req) override;
+  void Handle(http::Request req, std::shared_ptr<http::Exchange> ex) override;
+  void Refused(int status, const std::string& method, const std::string& path,
+               const std::string& client) override;
+
  private:
-  void Configure();
-  bool Admissible(const httplib::Request& req, httplib::Response& res);
-  void StreamablePost(const httplib::Request& req, httplib::Response& res);
-  void StreamableGet(const httplib::Request& req, httplib::Response& res);
-  void StreamableDelete(const httplib::Request& req, httplib::Response& res);
-  void LegacyGet(const httplib::Request& req, httplib::Response& res);
-  void LegacyPost(const httplib::Request& req, httplib::Response& res);
-  // An SSE response that relays the session's events until it closes, the
-  // client leaves or the server stops. first: written before anything else.
-  void OpenEventStream(httplib::Response& res, std::shared_ptr<HttpSession> session,
-                       std::string first, std::function<void()> on_close);
+  static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
+  void StreamablePost(const http::Request& req, http::Exchange& ex);
+  void StreamableGet(const http::Request& req, http::Exchange& ex);
+  void StreamableDelete(const http::Request& req, http::Exchange& ex);
+  void LegacyGet(const http::Request& req, http::Exchange& ex);
+  void LegacyPost(const http::Request& req, http::Exchange& ex);
   bool ReserveStream();
+  // Shutdown: the calls past the grace period are ended and answered.
+  void Drain();
+  void FlushRefusalLog(Clock::time_point now);
 
   ExecService& service_;
   const Config& config_;
   const http_policy::Listen listen_;
   SessionTable sessions_;
-  httplib::Server svr_;
-  std::atomic<int64_t> streams_{0};
-  std::atomic<bool> stopping_{false};   // no new work; streams end
-  std::atomic<bool> abandoning_{false};  // grace is over: waiting POSTs give up
+  std::atomic<int64_t> streams_{0};       // open GET and legacy streams
+  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
+  std::atomic<bool> stopping_{false};     // no new work; streams end
+  // Refusal log lines, at most kRefusalLinesPerSecond (the rest counted).
+  static constexpr int kRefusalLinesPerSecond = 50;
+  std::mutex refusal_mu_;
+  Clock::time_point refusal_window_ = Clock::now();
+  int refusal_lines_ = 0;
+  int64_t refusals_unlogged_ = 0;
+  // Last: stopped and destroyed first, while what its callbacks reach lives.
+  http::Server server_;
 };
 
-bool HttpServer::ReserveStream() {
+std::optional<http::Response> HttpTransport::Screen(const http::Request& req, http::Headers*) {
+  // Health probes are exempt: they reveal nothing and load balancers rarely
+  // send headers. /metrics is not exempt.
+  if (IsProbe(req.path)) return std::nullopt;
+  if (!config_.auth_token.empty() &&
+      !http_policy::TokenMatches(req.Header("X-MCP-AUTH"), config_.auth_token)) {
+    http::Response r;
+    r.status = 401;
+    r.content_type = "text/plain";
+    r.body = "unauthorized";  // the contract's exact body
+    return r;
+  }
+  if (!http_policy::HostAllowed(req.Header("Host"), listen_.loopback)) {
+    return PlainError(403, "forbidden: Host is not a loopback name (DNS-rebinding protection)");
+  }
+  if (!http_policy::OriginAllowed(req.Header("Origin"), config_.allowed_origins,
+                                  listen_.loopback)) {
+    return PlainError(403, "forbidden: Origin not allowed (MCP_EXEC_ALLOWED_ORIGINS)");
+  }
+  return std::nullopt;
+}
+
+bool HttpTransport::Inline(const http::Request& req) {
+  // Answered on the I/O thread, touching nothing shared: liveness never
+  // waits behind MCP work or another component's lock.
+  return req.path == "/healthz";
+}
+
+void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex) {
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (path == "/healthz" && get) {
+    http::Response r;
+    r.content_type = "text/plain";
+    r.body = "ok\n";
+    return ex->Reply(std::move(r));
+  }
+  if (path == "/readyz" && get) {
+    if (!stopping_ && service_.Ready()) {
+      http::Response r;
+      r.content_type = "text/plain";
+      r.body = "ready\n";
+      return ex->Reply(std::move(r));
+    }
+    return ex->Reply(
+        PlainError(503, stopping_ ? "shutting down"
+                                  : "not ready: the sandbox is starting, refused, or at capacity"));
+  }
+  if (path == "/metrics" && get) {
+    Metrics::Gauges g = service_.Gauges();
+    g.sessions = static_cast<int64_t>(sessions_.size());
+    g.streams = streams_;
+    http::Response r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = service_.metrics().Render(g);
+    return ex->Reply(std::move(r));
+  }
+  if (config_.transport == Transport::kHttp) {
+    if (path != "/mcp") return ex->Reply(PlainError(404, "not found"));
+    if (req.method == "POST") return StreamablePost(req, *ex);
+    if (req.method == "GET") return StreamableGet(req, *ex);
+    if (req.method == "DELETE") return StreamableDelete(req, *ex);
+    http::Response r = PlainError(405, "method not allowed");
+    r.headers.emplace_back("Allow", "GET, POST, DELETE");
+    return ex->Reply(std::move(r));
+  }
+  if (req.method == "POST" && path == "/message") return LegacyPost(req, *ex);
+  // The reference answers the stream's GET on any path: /sse and / both work.
+  if (req.method == "GET") return LegacyGet(req, *ex);
+  ex->Reply(PlainError(404, "not found"));
+}
+
+void HttpTransport::Refused(int status, const std::string& method, const std::string& path,
+                            const std::string& client) {
+  // A probe's "not ready" is an answer, not a refusal.
+  if (status == 503 && path == "/readyz") return;
+  service_.metrics().RecordHttpRefused(status);
+  // The log is written synchronously: a flood of refusals must not become a
+  // flood of lines (nor stall the I/O threads). The metric counts them all.
+  {
+    std::lock_guard<std::mutex> lock(refusal_mu_);
+    FlushRefusalLog(Clock::now());
+    if (refusal_lines_ >= kRefusalLinesPerSecond) {
+      ++refusals_unlogged_;
+      return;
+    }
+    ++refusal_lines_;
+  }
+  // Metadata only: never a header's value (the token) nor the body, and the
+  // path without its query string. Bounded: both come from the client.
+  log::Warn("http_refused", {{"status", status},
+                             {"method", method.substr(0, 16)},
+                             {"path", path.substr(0, 256)},
+                             {"client", client}});
+}
+
+// With refusal_mu_ held.
+void HttpTransport::FlushRefusalLog(Clock::time_point now) {
+  if (now - refusal_window_ < std::chrono::seconds(1)) return;
+  if (refusals_unlogged_ > 0) {
+    log::Warn("http_refused_unlogged",
+              {{"count", refusals_unlogged_},
+               {"why", "more than " + std::to_string(kRefusalLinesPerSecond) +
+                           " refusals a second; see mcp_exec_http_refused_total"}});
+  }
+  refusals_unlogged_ = 0;
+  refusal_lines_ = 0;
+  refusal_window_ = now;
+}
+
+bool HttpTransport::ReserveStream() {
   if (streams_.fetch_add(1) >= config_.max_streams) {
     streams_--;
     return false;
@@ -271,120 +532,68 @@ bool HttpServer::ReserveStream() {
   return true;
 }
 
-void HttpServer::OpenEventStream(httplib::Response& res, std::shared_ptr<HttpSession> session,
-                                 std::string first, std::function<void()> on_close) {
-  session->streams++;
-  auto last_write = std::make_shared<Clock::time_point>(Clock::now());
-  auto pending_first = std::make_shared<std::string>(std::move(first));
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, session, last_write, pending_first](size_t, httplib::DataSink& sink) {
-        if (!pending_first->empty()) {
-          std::string f = std::move(*pending_first);
-          pending_first->clear();
-          return sink.write(f.data(), f.size());
-        }
-        // On shutdown a stream stays while its session still has a call
-        // running (legacy SSE answers travel on it).
-        if (abandoning_ || session->closed() || (stopping_ && session->mcp().in_flight() == 0)) {
-          return false;
-        }
-        std::string event;
-        if (session->NextEvent(&event, std::chrono::milliseconds(1000))) {
-          *last_write = Clock::now();
-          return sink.write(event.data(), event.size());
-        }
-        // A comment now and then: keeps proxies from timing out and finds a
-        // client that left (the write fails).
-        if (Clock::now() - *last_write > std::chrono::seconds(15)) {
-          *last_write = Clock::now();
-          static const char kPing[] = ": keepalive\n\n";
-          return sink.write(kPing, sizeof kPing - 1);
-        }
-        return true;
-      },
-      [this, session, on_close](bool) {
-        session->streams--;
-        streams_--;
-        if (on_close) on_close();
-      });
-}
-
-bool HttpServer::Admissible(const httplib::Request& req, httplib::Response& res) {
-  if (!config_.auth_token.empty() &&
-      !http_policy::TokenMatches(req.get_header_value("X-MCP-AUTH"), config_.auth_token)) {
-    res.status = 401;
-    res.set_content("unauthorized", "text/plain");  // the contract's exact body
-    return false;
+void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
+    return ex.Reply(PlainError(415, "Content-Type must be application/json"));
   }
-  if (!http_policy::HostAllowed(req.get_header_value("Host"), listen_.loopback)) {
-    PlainError(res, 403, "forbidden: Host is not a loopback name (DNS-rebinding protection)");
-    return false;
-  }
-  if (!http_policy::OriginAllowed(req.get_header_value("Origin"), config_.allowed_origins,
-                                  listen_.loopback)) {
-    PlainError(res, 403, "forbidden: Origin not allowed (MCP_EXEC_ALLOWED_ORIGINS)");
-    return false;
-  }
-  return true;
-}
-
-void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& res) {
-  if (stopping_) return PlainError(res, 503, "the server is shutting down");
-  if (!MediaTypeIs(req.get_header_value("Content-Type"), "application/json")) {
-    return PlainError(res, 415, "Content-Type must be application/json");
-  }
-  const std::string accept = req.get_header_value("Accept");
+  const std::string accept = req.Header("Accept");
   if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {
-    return PlainError(res, 406, "Accept must list application/json and text/event-stream");
+    return ex.Reply(PlainError(406, "Accept must list application/json and text/event-stream"));
   }
   json msg;
   try {
     msg = json::parse(req.body);
   } catch (const json::exception& e) {
-    return JsonRpcHttpError(res, 400, jsonrpc::kParseError, std::string("parse error: ") + e.what());
+    return ex.Reply(
+        JsonRpcHttpError(400, jsonrpc::kParseError, std::string("parse error: ") + e.what()));
   }
   if (!msg.is_object()) {
-    return JsonRpcHttpError(res, 400, jsonrpc::kInvalidRequest,
-                            msg.is_array() ? "batch requests are not supported" : "a message must be a JSON object");
+    return ex.Reply(JsonRpcHttpError(
+        400, jsonrpc::kInvalidRequest,
+        msg.is_array() ? "batch requests are not supported" : "a message must be a JSON object"));
   }
   const bool has_method = msg.contains("method") && msg["method"].is_string();
   const bool is_request = has_method && msg.contains("id");
   if (is_request && !msg["id"].is_string() && !msg["id"].is_number_integer()) {
-    return JsonRpcHttpError(res, 400, jsonrpc::kInvalidRequest, "id must be a string or an integer");
+    return ex.Reply(
+        JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "id must be a string or an integer"));
   }
   if (!has_method && !msg.contains("result") && !msg.contains("error")) {
-    return JsonRpcHttpError(res, 400, jsonrpc::kInvalidRequest, "method is missing");
+    return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "method is missing"));
   }
   std::shared_ptr<HttpSession> session;
-  std::string session_id;
+  http::Headers session_header;
   if (is_request && msg["method"] == "initialize") {
     auto created = sessions_.Create(service_, false);
-    if (!created.second) return PlainError(res, 503, "too many sessions (MCP_EXEC_MAX_SESSIONS)");
-    session_id = created.first;
+    if (!created.second) {
+      return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
+    }
     session = created.second;
-    res.set_header("Mcp-Session-Id", session_id);
+    session_header.emplace_back("Mcp-Session-Id", created.first);
     log::Info("session_open", {{"transport", "http"}, {"sessions", sessions_.size()}});
   } else {
-    session_id = req.get_header_value("Mcp-Session-Id");
+    const std::string session_id = req.Header("Mcp-Session-Id");
     if (session_id.empty()) {
-      return JsonRpcHttpError(res, 400, jsonrpc::kInvalidRequest,
-                              "Mcp-Session-Id header is required (initialize first)");
+      return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
+                                       "Mcp-Session-Id header is required (initialize first)"));
     }
     session = sessions_.Find(session_id);
-    if (!session) return JsonRpcHttpError(res, 404, jsonrpc::kInvalidRequest, "session not found");
-    if (req.has_header("MCP-Protocol-Version") &&
-        !IsSupportedVersion(req.get_header_value("MCP-Protocol-Version"))) {
-      return JsonRpcHttpError(res, 400, jsonrpc::kInvalidRequest,
-                              "unsupported MCP-Protocol-Version: " +
-                                  req.get_header_value("MCP-Protocol-Version"));
+    if (!session) {
+      return ex.Reply(JsonRpcHttpError(404, jsonrpc::kInvalidRequest, "session not found"));
+    }
+    if (req.HasHeader("MCP-Protocol-Version") &&
+        !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
+      return ex.Reply(JsonRpcHttpError(
+          400, jsonrpc::kInvalidRequest,
+          "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version")));
     }
   }
   if (!is_request) {
     session->mcp().Handle(msg);
-    res.status = 202;
-    return;
+    http::Response r;
+    r.status = 202;
+    return ex.Reply(std::move(r));
   }
   const json id = msg["id"];
   auto waiter = session->Expect(id);
@@ -393,233 +602,237 @@ void HttpServer::StreamablePost(const httplib::Request& req, httplib::Response& 
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer) {
       session->Forget(id, waiter);
-      res.set_content(waiter->answer->dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
-      return;
+      http::Response r = JsonAnswer(*waiter->answer);
+      r.headers = std::move(session_header);
+      return ex.Reply(std::move(r));
     }
   }
-  // A call that takes time: answer as an event stream, with comments while
-  // it runs, so that a client that leaves is noticed and its run ended.
-  auto last_write = std::make_shared<Clock::time_point>(Clock::now());
+  // A call that takes time: answer as an event stream, with a comment each
+  // second while it runs, so that a client that leaves is noticed (the
+  // write fails) and its run ended.
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = std::move(session_header);
+  head.headers.emplace_back("Cache-Control", "no-cache");
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(1);
+  options.heartbeat = ": running\n\n";
+  post_streams_++;
+  options.on_close = [this, session, waiter, id](bool) {
+    session->Forget(id, waiter);
+    bool answered;
+    {
+      std::lock_guard<std::mutex> lock(waiter->mu);
+      answered = waiter->answered;
+      waiter->stream = nullptr;
+    }
+    if (!answered && !session->closed()) {
+      // The client left before the answer: end its run at once.
+      log::Info("client_gone", {{"transport", "http"}});
+      session->mcp().Handle({{"jsonrpc", "2.0"},
+                             {"method", "notifications/cancelled"},
+                             {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
+    }
+    post_streams_--;
+  };
+  auto stream = ex.OpenStream(std::move(head), std::move(options));
+  std::lock_guard<std::mutex> lock(waiter->mu);
+  waiter->stream = stream;
   // No call may outlive its longest timeout plus the grace of its teardown:
-  // past that, answer with an error instead of waiting for ever.
-  const auto give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, session, waiter, id, last_write, give_up](size_t, httplib::DataSink& sink) {
-        std::unique_lock<std::mutex> lock(waiter->mu);
-        waiter->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return waiter->answer.has_value(); });
-        if (waiter->answer) {
-          std::string event = SseEvent(*waiter->answer);
-          lock.unlock();
-          sink.write(event.data(), event.size());
-          sink.done();
-          return true;
-        }
-        lock.unlock();
-        if (abandoning_) return false;
-        if (Clock::now() > give_up) {
-          log::Error("answer_lost", {{"transport", "http"}});
-          std::string event = SseEvent(jsonrpc::Error(id, jsonrpc::kInternalError, "no answer from the run"));
-          sink.write(event.data(), event.size());
-          sink.done();
-          return true;
-        }
-        if (Clock::now() - *last_write > std::chrono::seconds(1)) {
-          *last_write = Clock::now();
-          static const char kPing[] = ": running\n\n";
-          if (!sink.write(kPing, sizeof kPing - 1)) return false;
-        }
-        return true;
-      },
-      [session, waiter, id](bool success) {
-        session->Forget(id, waiter);
-        std::lock_guard<std::mutex> lock(waiter->mu);
-        if (!waiter->answer) {
-          // The client left before the answer: end its run at once.
-          log::Info("client_gone", {{"transport", "http"}});
-          session->mcp().Handle({{"jsonrpc", "2.0"},
-                                 {"method", "notifications/cancelled"},
-                                 {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
-        }
-      });
+  // past that, it is answered with an error instead of waited for.
+  waiter->give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
+  if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
 }
 
-void HttpServer::StreamableGet(const httplib::Request& req, httplib::Response& res) {
-  if (stopping_) return PlainError(res, 503, "the server is shutting down");
-  if (!Accepts(req.get_header_value("Accept"), "text/event-stream")) {
-    return PlainError(res, 406, "Accept must list text/event-stream");
+void HttpTransport::StreamableGet(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!Accepts(req.Header("Accept"), "text/event-stream")) {
+    return ex.Reply(PlainError(406, "Accept must list text/event-stream"));
   }
-  std::string session_id = req.get_header_value("Mcp-Session-Id");
-  if (session_id.empty()) return PlainError(res, 400, "Mcp-Session-Id header is required");
+  const std::string session_id = req.Header("Mcp-Session-Id");
+  if (session_id.empty()) return ex.Reply(PlainError(400, "Mcp-Session-Id header is required"));
   auto session = sessions_.Find(session_id);
-  if (!session) return PlainError(res, 404, "session not found");
-  if (!ReserveStream()) return PlainError(res, 503, "too many open streams (MCP_EXEC_MAX_STREAMS)");
+  if (!session) return ex.Reply(PlainError(404, "session not found"));
+  if (!ReserveStream()) {
+    return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+  }
   // The server sends nothing unprompted today; the stream stays open for
-  // what a later version may send, with periodic comments.
-  OpenEventStream(res, session, ": stream open\n\n", nullptr);
+  // what a later version may send, with a comment every 15 s that keeps
+  // proxies from timing out and finds a client that left.
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = {{"Cache-Control", "no-cache"}};
+  head.body = ": stream open\n\n";
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(15);
+  options.heartbeat = ": keepalive\n\n";
+  session->streams++;
+  options.on_close = [this, session](bool) {
+    session->Detached();
+    session->streams--;
+    streams_--;
+  };
+  session->Attach(ex.OpenStream(std::move(head), std::move(options)));
 }
 
-void HttpServer::StreamableDelete(const httplib::Request& req, httplib::Response& res) {
-  std::string session_id = req.get_header_value("Mcp-Session-Id");
-  if (session_id.empty()) return PlainError(res, 400, "Mcp-Session-Id header is required");
-  if (!sessions_.Remove(session_id)) return PlainError(res, 404, "session not found");
+void HttpTransport::StreamableDelete(const http::Request& req, http::Exchange& ex) {
+  const std::string session_id = req.Header("Mcp-Session-Id");
+  if (session_id.empty()) return ex.Reply(PlainError(400, "Mcp-Session-Id header is required"));
+  if (!sessions_.Remove(session_id)) return ex.Reply(PlainError(404, "session not found"));
   log::Info("session_closed", {{"transport", "http"}, {"why", "delete"}});
-  res.status = 200;
+  ex.Reply(http::Response{});
 }
 
-void HttpServer::LegacyGet(const httplib::Request& req, httplib::Response& res) {
-  if (stopping_) return PlainError(res, 503, "the server is shutting down");
-  if (!ReserveStream()) return PlainError(res, 503, "too many open streams (MCP_EXEC_MAX_STREAMS)");
+void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!ReserveStream()) {
+    return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+  }
   auto created = sessions_.Create(service_, true);
   if (!created.second) {
     streams_--;
-    return PlainError(res, 503, "too many sessions (MCP_EXEC_MAX_SESSIONS)");
+    return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
   }
-  std::string id = created.first;
+  const std::string id = created.first;
+  auto session = created.second;
   log::Info("session_open", {{"transport", "sse"}, {"sessions", sessions_.size()}});
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = {{"Cache-Control", "no-cache"}};
+  head.body = "event: endpoint\ndata: /message?sessionId=" + id + "\n\n";
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(15);
+  options.heartbeat = ": keepalive\n\n";
+  session->streams++;
   // The session lives as long as its stream.
-  OpenEventStream(res, created.second, "event: endpoint\ndata: /message?sessionId=" + id + "\n\n",
-                  [this, id] {
-                    if (sessions_.Remove(id)) {
-                      log::Info("session_closed", {{"transport", "sse"}, {"why", "stream ended"}});
-                    }
-                  });
+  options.on_close = [this, session, id](bool) {
+    session->Detached();
+    session->streams--;
+    streams_--;
+    if (sessions_.Remove(id)) {
+      log::Info("session_closed", {{"transport", "sse"}, {"why", "stream ended"}});
+    }
+  };
+  session->Attach(ex.OpenStream(std::move(head), std::move(options)));
 }
 
-void HttpServer::LegacyPost(const httplib::Request& req, httplib::Response& res) {
-  auto session = sessions_.Find(req.get_param_value("sessionId"));
-  if (!session) return PlainError(res, 404, "session not found");
-  if (!MediaTypeIs(req.get_header_value("Content-Type"), "application/json")) {
-    return PlainError(res, 415, "Content-Type must be application/json");
+void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
+  auto session = sessions_.Find(req.Param("sessionId"));
+  if (!session) return ex.Reply(PlainError(404, "session not found"));
+  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
+    return ex.Reply(PlainError(415, "Content-Type must be application/json"));
   }
   json msg;
   try {
     msg = json::parse(req.body);
   } catch (const json::exception& e) {
-    return PlainError(res, 400, std::string("invalid JSON: ") + e.what());
+    return ex.Reply(PlainError(400, std::string("invalid JSON: ") + e.what()));
   }
   session->mcp().Handle(msg);  // answers arrive on the session's stream
-  res.status = 202;
-  res.set_content("Accepted", "text/plain");
+  http::Response r;
+  r.status = 202;
+  r.content_type = "text/plain";
+  r.body = "Accepted";
+  ex.Reply(std::move(r));
 }
 
-void HttpServer::Configure() {
-  const size_t pool = static_cast<size_t>(config_.max_streams + config_.max_concurrent +
-                                          config_.max_queue + 16);
-  // Every open stream and every running call holds a worker: size the pool
-  // so that the limits, not the pool, decide.
-  svr_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
-  svr_.set_payload_max_length(static_cast<size_t>(EffectiveMaxRequestBytes(config_)));
-  svr_.set_read_timeout(30);
-  svr_.set_write_timeout(30);
-  svr_.set_keep_alive_timeout(5);
-  svr_.set_keep_alive_max_count(1000);  // the default (5) reconnects a busy client every 5 calls
-  svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // Health probes are exempt from auth: they reveal nothing and load
-    // balancers rarely send headers. /metrics is not exempt.
-    if (req.path == "/healthz" || req.path == "/readyz") return httplib::Server::HandlerResponse::Unhandled;
-    // A body without a length would be read until the client closes (or the
-    // read timeout): refuse it at once instead of holding a worker.
-    if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
-        !req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").empty()) {
-      PlainError(res, 411, "Content-Length is required");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return Admissible(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                : httplib::Server::HandlerResponse::Handled;
-  });
-  svr_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  svr_.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (!stopping_ && service_.Ready()) return res.set_content("ready\n", "text/plain");
-    PlainError(res, 503, stopping_ ? "shutting down" : "not ready: the sandbox is starting, refused, or at capacity");
-  });
-  svr_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    Metrics::Gauges g = service_.Gauges();
-    g.sessions = static_cast<int64_t>(sessions_.size());
-    g.streams = streams_;
-    res.set_content(service_.metrics().Render(g), "text/plain; version=0.0.4");
-  });
-  if (config_.transport == Transport::kHttp) {
-    svr_.Post("/mcp", [this](const auto& req, auto& res) { StreamablePost(req, res); });
-    svr_.Get("/mcp", [this](const auto& req, auto& res) { StreamableGet(req, res); });
-    svr_.Delete("/mcp", [this](const auto& req, auto& res) { StreamableDelete(req, res); });
-    auto not_allowed = [](const httplib::Request&, httplib::Response& res) {
-      res.set_header("Allow", "GET, POST, DELETE");
-      PlainError(res, 405, "method not allowed");
-    };
-    svr_.Put("/mcp", not_allowed);
-    svr_.Patch("/mcp", not_allowed);
-  } else {
-    svr_.Post("/message", [this](const auto& req, auto& res) { LegacyPost(req, res); });
-    // The reference answers the stream's GET on any path: /sse and / both work.
-    svr_.Get(".*", [this](const auto& req, auto& res) { LegacyGet(req, res); });
-  }
-}
-
-int HttpServer::Run(int signal_fd) {
-  Configure();
-  std::string bind_host = listen_.host.empty() ? "0.0.0.0" : listen_.host;
-  if (!svr_.bind_to_port(bind_host, listen_.port)) {
-    log::Error("listen_failed", {{"addr", config_.addr}, {"errno", strerror(errno)}});
-    fprintf(stderr, "mcp-exec: cannot listen on %s: %s\n", config_.addr.c_str(), strerror(errno));
-    return 1;
-  }
-  if (!listen_.loopback && config_.auth_token.empty()) {
-    log::Warn("no_auth", {{"addr", config_.addr},
-                          {"why", "listening beyond loopback without MCP_EXEC_AUTH_TOKEN: anyone who "
-                                  "reaches the port can run code"}});
-  }
-  log::Info("listening", {{"transport", TransportName(config_.transport)},
-                          {"addr", config_.addr},
-                          {"auth", !config_.auth_token.empty()}});
-  std::atomic<bool> done{false};
-  std::thread server([&] {
-    svr_.listen_after_bind();
-    done = true;
-  });
-  std::string why = "signal";
-  for (;;) {
-    pollfd p{signal_fd, POLLIN, 0};
-    int rc = poll(&p, 1, 1000);
-    if (rc > 0) break;
-    if (done) {
-      why = "server stopped";
-      break;
-    }
-    int expired = sessions_.ExpireIdle(std::chrono::seconds(config_.session_idle_s));
-    if (expired) log::Info("sessions_expired", {{"count", expired}, {"sessions", sessions_.size()}});
-  }
-  // Refuse new work (503, and /readyz fails so balancers drain us); running
-  // calls may finish for the grace period, then they are ended. Only then
-  // stop the listener: cpp-httplib cuts open streams when it stops.
-  log::Info("stopping", {{"why", why}, {"grace_s", config_.shutdown_grace_s}});
-  stopping_ = true;
-  auto busy = [&] {
+void HttpTransport::Drain() {
+  auto running = [&] {
     for (auto& s : sessions_.All()) {
       if (s->mcp().in_flight() > 0) return true;
     }
     return false;
   };
+  // A session with no call running ends its streams; legacy answers travel
+  // on them, so not before.
+  auto end_idle_streams = [&] {
+    for (auto& s : sessions_.All()) {
+      if (s->mcp().in_flight() == 0) s->EndStreams();
+    }
+  };
   auto grace_end = Clock::now() + std::chrono::seconds(config_.shutdown_grace_s);
-  while (busy() && Clock::now() < grace_end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (busy()) log::Warn("grace_over", {{"sessions", sessions_.size()}});
-  abandoning_ = true;
-  for (auto& s : sessions_.All()) s->mcp().CancelAll();
-  svr_.stop();
-  server.join();
-  sessions_.Clear();
+  while (running() && Clock::now() < grace_end) {
+    end_idle_streams();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (running()) {
+    log::Warn("grace_over", {{"sessions", sessions_.size()}});
+    // The rest are ended; their streams are cut when the listener stops.
+    for (auto& s : sessions_.All()) s->mcp().CancelAll();
+  }
+  end_idle_streams();
+  auto closed_by = Clock::now() + std::chrono::seconds(1);
+  while ((post_streams_ > 0 || streams_ > 0) && Clock::now() < closed_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int HttpTransport::Run(int signal_fd) {
+  std::string error;
+  if (!server_.Listen(listen_.host, listen_.port, &error)) {
+    log::Error("listen_failed", {{"addr", config_.addr}, {"error", error}});
+    fprintf(stderr, "mcp-exec: cannot listen on %s: %s\n", config_.addr.c_str(), error.c_str());
+    return 1;
+  }
+  if (!listen_.loopback && config_.auth_token.empty()) {
+    log::Warn("no_auth", {{"addr", config_.addr},
+                          {"why",
+                           "listening beyond loopback without MCP_EXEC_AUTH_TOKEN: anyone who "
+                           "reaches the port can run code"}});
+  }
+  log::Info("listening", {{"transport", TransportName(config_.transport)},
+                          {"addr", config_.addr},
+                          {"auth", !config_.auth_token.empty()}});
+  server_.Start();
+  auto next_expiry = Clock::now();
+  for (;;) {
+    pollfd p{signal_fd, POLLIN, 0};
+    if (poll(&p, 1, 250) > 0) break;
+    auto now = Clock::now();
+    for (auto& s : sessions_.All()) {
+      if (int n = s->AnswerOverdue(now, "no answer from the run")) {
+        log::Error("answer_lost", {{"transport", "http"}, {"calls", n}});
+      }
+    }
+    sessions_.Reap();
+    {
+      std::lock_guard<std::mutex> lock(refusal_mu_);
+      FlushRefusalLog(now);
+    }
+    if (now >= next_expiry) {
+      next_expiry = now + std::chrono::seconds(1);
+      int expired = sessions_.ExpireIdle(std::chrono::seconds(config_.session_idle_s));
+      if (expired) {
+        log::Info("sessions_expired", {{"count", expired}, {"sessions", sessions_.size()}});
+      }
+    }
+  }
+  // Refuse new work (503, and /readyz fails so balancers drain us); running
+  // calls may finish for the grace period, then they are ended. Only then
+  // stop the listener.
+  log::Info("stopping", {{"why", "signal"}, {"grace_s", config_.shutdown_grace_s}});
+  stopping_ = true;
+  Drain();
+  server_.Stop();
+  sessions_.CloseAll();
+  // The closed sessions' call threads end (they were cancelled); a session
+  // is destroyed only after its last call.
+  auto reaped_by = Clock::now() + std::chrono::seconds(5);
+  while (sessions_.Reap() > 0 && Clock::now() < reaped_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (sessions_.Reap() > 0) {
+    log::Warn("calls_outlived_shutdown", {});
+    sessions_.Abandon();
+  }
   return 0;
 }
 
 }  // namespace
 
 int ServeHttp(ExecService& service, const Config& config, int signal_fd) {
-  HttpServer server(service, config);
-  return server.Run(signal_fd);
+  HttpTransport transport(service, config);
+  return transport.Run(signal_fd);
 }
 
 }  // namespace mcpexec

@@ -1,8 +1,8 @@
-// MCP over HTTP, with cpp-httplib: the streamable HTTP transport at /mcp
-// (protocol 2025-03-26 and later) and the legacy HTTP+SSE transport of
-// 2024-11-05 (GET on any path opens the stream, POSTs go to the endpoint it
-// announces). Both share auth, DNS-rebinding protection, limits, sessions,
-// /healthz, /readyz and /metrics.
+// MCP over HTTP: the streamable HTTP transport at /mcp (protocol 2025-03-26
+// and later) and the legacy HTTP+SSE transport of 2024-11-05 (GET on any
+// path opens the stream, POSTs go to the endpoint it announces). Both share
+// auth, DNS-rebinding protection, limits, sessions, /healthz, /readyz and
+// /metrics. The HTTP server underneath is src/http_server.h (Boost.Beast).
 #pragma once
 
 #include <string>
@@ -13,9 +13,10 @@
 
 namespace mcpexec {
 
-// Serves until a termination signal arrives on signal_fd; then stops
-// accepting, lets running calls finish for the grace period, ends the rest
-// and returns 0. Returns 1 (after logging why) if it cannot listen.
+// Serves until a termination signal arrives on signal_fd; then stops taking
+// work, lets running calls finish for the grace period, ends the rest and
+// returns 0. Returns 1 (after logging why) if it
+// cannot listen.
 int ServeHttp(ExecService& service, const Config& config, int signal_fd);
 
 }  // namespace mcpexec

@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
+#include <sstream>
 
 #include "server_process.h"
 
@@ -27,6 +30,59 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   close(fd);
   return ntohs(a.sin_port);
+}
+
+// Writes all of s; false once the peer is gone (no SIGPIPE).
+bool SendAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads what the peer sends until it closes, `max` bytes arrived, or
+// nothing came for timeout_ms.
+std::string ReadFor(int fd, int timeout_ms, size_t max = 1 << 20) {
+  std::string out;
+  char buf[8192];
+  while (out.size() < max) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) break;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// The status code of a raw HTTP answer ("HTTP/1.1 431 ..."), or 0.
+int StatusOf(const std::string& answer) {
+  if (answer.rfind("HTTP/1.", 0) != 0 || answer.size() < 12) return 0;
+  return std::atoi(answer.c_str() + 9);
+}
+
+// Feeds the server from `next` (called with the bytes sent so far) until it
+// answers, hangs up, or max bytes went out. Returns {bytes sent, answer}.
+std::pair<size_t, std::string> SendUntilAnswered(int fd,
+                                                 const std::function<std::string(size_t)>& next,
+                                                 size_t max) {
+  size_t sent = 0;
+  while (sent < max) {
+    pollfd p{fd, POLLIN | POLLOUT, 0};
+    if (poll(&p, 1, 10000) <= 0) break;  // the server neither reads nor answers
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) break;
+    std::string chunk = next(sent);
+    ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) {
+      if (errno == EAGAIN) continue;
+      break;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  return {sent, ReadFor(fd, 3000, 64 * 1024)};
 }
 
 const httplib::Headers kMcpHeaders = {{"Accept", "application/json, text/event-stream"}};
@@ -59,8 +115,19 @@ class HttpTest : public ::testing::Test {
     return h;
   }
   // A plain TCP connection to the server, for what the HTTP client cannot do.
-  int ConnectRaw() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+  // source: the local address to connect from (any of 127.0.0.0/8 is this
+  // host), so that one test can play several clients.
+  int ConnectRaw(const char* source = nullptr) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source) {
+      sockaddr_in s{};
+      s.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &s.sin_addr);
+      if (bind(fd, reinterpret_cast<sockaddr*>(&s), sizeof s) != 0) {
+        close(fd);
+        return -1;
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port_));
@@ -70,6 +137,17 @@ class HttpTest : public ::testing::Test {
       return -1;
     }
     return fd;
+  }
+  // The value of a metric line in /metrics, or -1.
+  long Metric(const std::string& name) {
+    auto m = Client().Get("/metrics");
+    if (!m || m->status != 200) return -1;
+    auto at = m->body.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::stol(m->body.substr(at + name.size() + 2));
+  }
+  long Refused(int status) {
+    return Metric("mcp_exec_http_refused_total{status=\"" + std::to_string(status) + "\"}");
   }
   // initialize; returns the session id.
   std::string Initialize() {
@@ -409,6 +487,270 @@ TEST_F(HttpTest, LookAlikeLoopbackNamesAreForbidden) {
     h.emplace("Origin", "http://" + host);
     auto r = Client().Post("/mcp", h, call.dump(), "application/json");
     EXPECT_EQ(r->status, 200) << host;
+  }
+}
+
+// Header limits: a bounded count and total size, answered 431 at once; a
+// flood of header lines is never buffered.
+TEST_F(HttpTest, OversizedHeadersAreRefusedWith431) {
+  Start();
+  auto c = Client();
+  httplib::Headers many = kMcpHeaders;
+  for (int i = 0; i < 200; ++i) many.emplace("X-Pad-" + std::to_string(i), "1");
+  auto r = c.Post("/mcp", many, kInit, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431) << "200 header fields";
+  httplib::Headers big = kMcpHeaders;
+  big.emplace("X-Big", std::string(64 * 1024, 'a'));
+  r = Client().Post("/mcp", big, kInit, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431) << "one 64 KiB header";
+  // Ordinary requests are unaffected.
+  EXPECT_EQ(Client().Post("/mcp", kMcpHeaders, kInit, "application/json")->status, 200);
+}
+
+TEST_F(HttpTest, HeaderFloodIsCutOffEarly) {
+  Start();
+  long rss_before = RssKiB(server_->pid());
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+  std::string block;
+  while (block.size() < 64 * 1024) block += "X-Flood: " + std::string(53, 'f') + "\r\n";
+  auto [sent, answer] = SendUntilAnswered(
+      fd, [&](size_t off) { return block.substr(off % block.size()); }, 32u << 20);
+  close(fd);
+  long rss_after = RssKiB(server_->pid());
+  EXPECT_EQ(StatusOf(answer), 431) << answer.substr(0, 200);
+  EXPECT_LT(sent, 16u << 20) << "the server kept reading header lines";
+  EXPECT_LT(rss_after - rss_before, 8 * 1024) << "KiB of RSS grown by a header flood";
+  EXPECT_EQ(Client().Get("/healthz")->status, 200);
+}
+
+// Bodies: the cap holds for chunked bodies too, and no request body is
+// decoded (a few KiB of gzip can inflate to any size), so a Content-Encoding
+// other than identity is refused.
+TEST_F(HttpTest, ChunkedAndEncodedBodiesAreCapped) {
+  Start({{"MCP_EXEC_MAX_REQUEST_BYTES", "4096"}});
+  auto raw = [&](const std::string& head, const std::string& body) {
+    int fd = ConnectRaw();
+    EXPECT_GE(fd, 0);
+    SendAll(fd, head + body);
+    std::string a = ReadFor(fd, 5000, 64 * 1024);
+    close(fd);
+    return a;
+  };
+  const std::string head =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nConnection: close\r\n";
+  auto chunked = [](const std::string& body, size_t piece) {
+    std::string out;
+    char size[32];
+    for (size_t off = 0; off < body.size(); off += piece) {
+      std::string p = body.substr(off, piece);
+      snprintf(size, sizeof size, "%zx\r\n", p.size());
+      out += size + p + "\r\n";
+    }
+    return out + "0\r\n\r\n";
+  };
+  std::string big = std::string(10000, ' ') + kInit;
+  EXPECT_EQ(StatusOf(raw(head + "Transfer-Encoding: chunked\r\n\r\n", chunked(big, 1000))), 413);
+  EXPECT_EQ(StatusOf(raw(head + "Transfer-Encoding: chunked\r\n\r\n", chunked(big, 100000))), 413);
+  EXPECT_EQ(StatusOf(raw(head + "Transfer-Encoding: chunked\r\n\r\n", chunked(kInit, 50))), 200)
+      << "a chunked body under the cap is fine";
+  for (const char* enc : {"gzip", "deflate", "br", "gzip, identity", "x-unknown"}) {
+    std::string body = kInit;
+    EXPECT_EQ(StatusOf(raw(head + "Content-Encoding: " + enc +
+                               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n",
+                           body)),
+              415)
+        << enc;
+  }
+  std::string body = kInit;
+  EXPECT_EQ(StatusOf(raw(head + "Content-Encoding: identity\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n",
+                         body)),
+            200);
+  EXPECT_EQ(StatusOf(raw(head + "Content-Length: 999999999\r\n\r\n", "")), 413)
+      << "refused from the header alone, before any of the body";
+}
+
+// Slow clients hold no thread: /healthz answers while hundreds of
+// connections trickle their headers, and each of them is cut off once its
+// header deadline passes however steadily it trickles.
+TEST_F(HttpTest, SlowConnectionsDoNotStarveHealth) {
+  Start();
+  std::vector<int> slow;
+  for (int i = 0; i < 230; ++i) {
+    int fd = ConnectRaw();
+    ASSERT_GE(fd, 0) << i;
+    ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nX-Slow: "));
+    slow.push_back(fd);
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> answers(slow.size());
+  std::vector<bool> ended(slow.size(), false);
+  double worst_ms = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(15)) {
+    for (size_t i = 0; i < slow.size(); ++i) {
+      if (!ended[i] && !SendAll(slow[i], "a")) ended[i] = true;  // a byte each round
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(3);
+    c.set_read_timeout(3);
+    auto h = c.Get("/healthz");
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    worst_ms = std::max(worst_ms, ms);
+    EXPECT_TRUE(h && h->status == 200)
+        << "/healthz with " << slow.size() << " slow connections open";
+    for (size_t i = 0; i < slow.size(); ++i) {
+      if (ended[i]) continue;
+      pollfd p{slow[i], POLLIN, 0};
+      if (poll(&p, 1, 0) > 0) {
+        answers[i] = ReadFor(slow[i], 100, 4096);
+        ended[i] = true;
+      }
+    }
+    if (std::all_of(ended.begin(), ended.end(), [](bool e) { return e; })) break;
+    usleep(1000000);
+  }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RecordProperty("healthz_worst_ms", std::to_string(static_cast<int>(worst_ms)));
+  EXPECT_LT(worst_ms, 1000) << "slowest /healthz answer while the slow connections were open";
+  int cut = 0;
+  for (size_t i = 0; i < slow.size(); ++i) {
+    if (ended[i]) ++cut;
+    if (ended[i] && !answers[i].empty()) {
+      EXPECT_EQ(StatusOf(answers[i]), 408) << answers[i];
+    }
+    close(slow[i]);
+  }
+  EXPECT_EQ(cut, static_cast<int>(slow.size()))
+      << "slow connections still open after " << took << " s";
+  EXPECT_LT(took, 14) << "the header deadline is 10 s";
+}
+
+TEST_F(HttpTest, TrickledBodiesHitTheirDeadline) {
+  Start();
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(
+      SendAll(fd,
+              "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{"));
+  auto start = std::chrono::steady_clock::now();
+  std::string answer;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 1000) > 0) {
+      answer = ReadFor(fd, 500, 4096);
+      break;
+    }
+    if (!SendAll(fd, " ")) break;
+  }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_EQ(StatusOf(answer), 408) << answer;
+  EXPECT_LT(took, 15) << "a 1000-byte body trickled a byte a second";
+}
+
+// Connections are bounded per client address and in total; the excess is
+// refused at once and counted, and other clients are served meanwhile.
+TEST_F(HttpTest, ConnectionsArePerClientAndInTotalBounded) {
+  Start();
+  constexpr int kPerClient = 256, kTotal = 1024;
+  std::vector<int> held;
+  auto hold = [&](const char* source) {
+    int fd = ConnectRaw(source);
+    if (fd >= 0) {
+      SendAll(fd, "GET /healthz HTTP/1.1\r\nX-Slow: ");  // headers still coming: not idle
+      held.push_back(fd);
+    }
+    return fd;
+  };
+  for (int i = 0; i < kPerClient; ++i) ASSERT_GE(hold("127.0.0.2"), 0) << i;
+  int extra = ConnectRaw("127.0.0.2");
+  ASSERT_GE(extra, 0);
+  std::string a = ReadFor(extra, 3000, 4096);
+  close(extra);
+  EXPECT_EQ(StatusOf(a), 429) << a;
+  EXPECT_EQ(Client().Get("/healthz")->status, 200) << "another client is still served";
+  EXPECT_GE(Refused(429), 1);
+  // Up to the total, from more addresses.
+  for (int n = 3; static_cast<int>(held.size()) < kTotal; ++n) {
+    std::string source = "127.0.0." + std::to_string(n);
+    for (int i = 0; i < 200 && static_cast<int>(held.size()) < kTotal; ++i) {
+      ASSERT_GE(hold(source.c_str()), 0);
+    }
+  }
+  extra = ConnectRaw("127.0.0.100");
+  ASSERT_GE(extra, 0);
+  a = ReadFor(extra, 3000, 4096);
+  close(extra);
+  EXPECT_EQ(StatusOf(a), 503) << a;
+  for (int fd : held) close(fd);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto h = Client().Get("/healthz");
+        return h && h->status == 200;
+      },
+      5000));
+  EXPECT_GE(Refused(503), 1);
+}
+
+// Every refusal at the HTTP layer is counted by status and logged with
+// metadata only: never a header's value (the token) nor the query string.
+TEST_F(HttpTest, RefusalsAreCountedAndLogged) {
+  Start({{"MCP_EXEC_AUTH_TOKEN", "the-real-token"}, {"MCP_EXEC_MAX_REQUEST_BYTES", "4096"}});
+  httplib::Client bare("127.0.0.1", port_);
+  auto c = Client();
+  EXPECT_EQ(bare.Post("/message?sessionId=querysecret", {{"X-MCP-AUTH", "a-wrong-token"}}, kInit,
+                      "application/json")
+                ->status,
+            401);
+  EXPECT_EQ(bare.Post("/mcp", kMcpHeaders, kInit, "application/json")->status, 401);
+  EXPECT_EQ(
+      c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Host", "evil.example"}},
+             kInit, "application/json")
+          ->status,
+      403);
+  EXPECT_EQ(
+      c.Post("/mcp", kMcpHeaders, std::string(10000, ' ') + kInit, "application/json")->status,
+      413);
+  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, kInit, "text/plain")->status, 415);
+  httplib::Headers many = {{"X-MCP-AUTH", "the-real-token"}};
+  for (int i = 0; i < 200; ++i) many.emplace("X-Pad-" + std::to_string(i), "1");
+  EXPECT_EQ(bare.Post("/mcp", many, kInit, "application/json")->status, 431);
+  int fd = ConnectRaw();
+  ASSERT_TRUE(
+      SendAll(fd, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-MCP-AUTH: the-real-token\r\n\r\n"));
+  EXPECT_EQ(StatusOf(ReadFor(fd, 5000, 4096)), 411);
+  close(fd);
+  for (auto [status, n] : std::vector<std::pair<int, long>>{
+           {401, 2}, {403, 1}, {411, 1}, {413, 1}, {415, 1}, {431, 1}}) {
+    EXPECT_EQ(Refused(status), n) << status;
+  }
+  std::string log = server_->Stderr();
+  int lines = 0;
+  bool query_path = false;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "http_refused") continue;
+    ++lines;
+    EXPECT_EQ(j.value("level", ""), "warn");
+    EXPECT_TRUE(j.contains("status") && j.contains("method") && j.contains("path") &&
+                j.contains("client"))
+        << line;
+    if (j.value("path", "") == "/message") query_path = true;
+  }
+  EXPECT_EQ(lines, 7) << log;
+  EXPECT_TRUE(query_path) << "the path is logged without its query string";
+  for (const char* secret :
+       {"querysecret", "a-wrong-token", "the-real-token", "X-Pad", "clientInfo"}) {
+    EXPECT_EQ(log.find(secret), std::string::npos) << secret << " in the log";
   }
 }
 
