@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <mutex>
 
 #include "cancel.h"
@@ -186,6 +188,40 @@ TEST_F(SessionTest, CancelledCallGetsNoResponse) {
                    {"params", {{"requestId", 8}, {"reason", "user"}}}});
   ASSERT_TRUE(session_.WaitIdle(std::chrono::seconds(5)));
   for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
+}
+
+// A backend whose call ignores cancellation for longer than the 30 s the
+// session's destructor used to wait: the call thread, which holds the
+// session, must still never outlive it.
+class SlowToStopBackend : public FakeBackend {
+ public:
+  json Execute(const ExecRequest& req, CancelToken& cancel) override {
+    started = true;
+    WaitCancelled(cancel);
+    std::this_thread::sleep_for(std::chrono::seconds(31));
+    finished = true;
+    return FakeBackend::Execute(req, cancel);
+  }
+  std::atomic<bool> started{false}, finished{false};
+};
+
+TEST(SessionLifetimeTest, NoCallThreadOutlivesItsSession) {
+  SlowToStopBackend backend;
+  std::atomic<int> sent{0};
+  {
+    McpSession session(backend, [&](const json&) { ++sent; });
+    session.Handle({{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                    {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
+                                {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    session.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+    session.Handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                    {"params", {{"name", "exec"}, {"arguments", {{"code", "slow"}}}}}});
+    for (int i = 0; i < 5000 && !backend.started; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(backend.started) << "the call never reached the backend";
+  }  // the destructor cancels the call and must wait for its thread, however long
+  EXPECT_TRUE(backend.finished) << "the session was destroyed while its call thread still ran";
 }
 
 }  // namespace
