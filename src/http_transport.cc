@@ -368,6 +368,11 @@ http::Limits LimitsFor(const Config& config) {
   return l;
 }
 
+// Headers a browser may send on a cross-origin request to us.
+constexpr const char* kCorsAllowHeaders =
+    "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH";
+constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
+
 class HttpTransport final : public http::Handler {
  public:
   HttpTransport(ExecService& service, const Config& config)
@@ -387,6 +392,7 @@ class HttpTransport final : public http::Handler {
 
  private:
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
+  http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, http::Exchange& ex);
   void StreamableGet(const http::Request& req, http::Exchange& ex);
   void StreamableDelete(const http::Request& req, http::Exchange& ex);
@@ -414,11 +420,24 @@ class HttpTransport final : public http::Handler {
   http::Server server_;
 };
 
-std::optional<http::Response> HttpTransport::Screen(const http::Request& req, http::Headers*) {
+std::optional<http::Response> HttpTransport::Screen(const http::Request& req,
+                                                    http::Headers* extra) {
   // Health probes are exempt: they reveal nothing and load balancers rarely
   // send headers. /metrics is not exempt.
   if (IsProbe(req.path)) return std::nullopt;
-  if (!config_.auth_token.empty() &&
+  const std::string origin = req.Header("Origin");
+  const bool origin_ok =
+      http_policy::OriginAllowed(origin, config_.allowed_origins, listen_.loopback);
+  if (!origin.empty() && origin_ok) {
+    // Every answer to an allowed browser origin lets its page read it (a
+    // 401 included, so that the page can tell the user why).
+    extra->emplace_back("Access-Control-Allow-Origin", origin);
+    extra->emplace_back("Vary", "Origin");
+    extra->emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id");
+  }
+  // A CORS preflight never carries credentials, so OPTIONS needs no token;
+  // it still passes the Host and Origin checks.
+  if (req.method != "OPTIONS" && !config_.auth_token.empty() &&
       !http_policy::TokenMatches(req.Header("X-MCP-AUTH"), config_.auth_token)) {
     http::Response r;
     r.status = 401;
@@ -429,8 +448,7 @@ std::optional<http::Response> HttpTransport::Screen(const http::Request& req, ht
   if (!http_policy::HostAllowed(req.Header("Host"), listen_.loopback)) {
     return PlainError(403, "forbidden: Host is not a loopback name (DNS-rebinding protection)");
   }
-  if (!http_policy::OriginAllowed(req.Header("Origin"), config_.allowed_origins,
-                                  listen_.loopback)) {
+  if (!origin_ok) {
     return PlainError(403, "forbidden: Origin not allowed (MCP_EXEC_ALLOWED_ORIGINS)");
   }
   return std::nullopt;
@@ -439,7 +457,19 @@ std::optional<http::Response> HttpTransport::Screen(const http::Request& req, ht
 bool HttpTransport::Inline(const http::Request& req) {
   // Answered on the I/O thread, touching nothing shared: liveness never
   // waits behind MCP work or another component's lock.
-  return req.path == "/healthz";
+  return req.path == "/healthz" || req.method == "OPTIONS";
+}
+
+http::Response HttpTransport::Preflight(const http::Request& req) {
+  http::Response r;
+  r.status = 204;
+  r.headers = {{"Allow", kCorsAllowMethods}};
+  if (!req.Header("Origin").empty()) {  // allowed, or Screen refused it
+    r.headers.emplace_back("Access-Control-Allow-Methods", kCorsAllowMethods);
+    r.headers.emplace_back("Access-Control-Allow-Headers", kCorsAllowHeaders);
+    r.headers.emplace_back("Access-Control-Max-Age", "600");
+  }
+  return r;
 }
 
 void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex) {
@@ -473,6 +503,7 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
   }
   if (config_.transport == Transport::kHttp) {
     if (path != "/mcp") return ex->Reply(PlainError(404, "not found"));
+    if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
     if (req.method == "POST") return StreamablePost(req, *ex);
     if (req.method == "GET") return StreamableGet(req, *ex);
     if (req.method == "DELETE") return StreamableDelete(req, *ex);
@@ -480,6 +511,7 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
     r.headers.emplace_back("Allow", "GET, POST, DELETE");
     return ex->Reply(std::move(r));
   }
+  if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
   if (req.method == "POST" && path == "/message") return LegacyPost(req, *ex);
   // The reference answers the stream's GET on any path: /sse and / both work.
   if (req.method == "GET") return LegacyGet(req, *ex);

@@ -1,8 +1,9 @@
 // MCP over HTTP: the streamable HTTP transport at /mcp (protocol 2025-03-26
 // and later) and the legacy HTTP+SSE transport of 2024-11-05 (GET on any
 // path opens the stream, POSTs go to the endpoint it announces). Both share
-// auth, DNS-rebinding protection, limits, sessions, /healthz, /readyz and
-// /metrics. The HTTP server underneath is src/http_server.h (Boost.Beast).
+// auth, DNS-rebinding protection, CORS for allowed origins, limits,
+// sessions, /healthz, /readyz and /metrics. The HTTP server underneath is
+// src/http_server.h (Boost.Beast).
 #pragma once
 
 #include <string>

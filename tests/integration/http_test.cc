@@ -700,6 +700,98 @@ TEST_F(HttpTest, ConnectionsArePerClientAndInTotalBounded) {
   EXPECT_GE(Refused(503), 1);
 }
 
+// Browser clients: the CORS preflight of an allowed origin is answered (no
+// token needed, it carries none), and every answer to that origin says so.
+TEST_F(HttpTest, CorsForAllowedOrigins) {
+  Start(
+      {{"MCP_EXEC_ALLOWED_ORIGINS", "https://app.example"}, {"MCP_EXEC_AUTH_TOKEN", "cors-token"}});
+  httplib::Client bare("127.0.0.1", port_);
+  const httplib::Headers preflight = {
+      {"Origin", "https://app.example"},
+      {"Access-Control-Request-Method", "POST"},
+      {"Access-Control-Request-Headers", "content-type,mcp-session-id,x-mcp-auth"}};
+  auto p = bare.Options("/mcp", preflight);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 204);
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_EQ(p->get_header_value("Vary"), "Origin");
+  for (const char* m : {"GET", "POST", "DELETE", "OPTIONS"}) {
+    EXPECT_NE(p->get_header_value("Access-Control-Allow-Methods").find(m), std::string::npos) << m;
+  }
+  for (const char* h : {"Content-Type", "Accept", "Mcp-Session-Id", "MCP-Protocol-Version",
+                        "Last-Event-ID", "X-MCP-AUTH"}) {
+    EXPECT_NE(p->get_header_value("Access-Control-Allow-Headers").find(h), std::string::npos) << h;
+  }
+  EXPECT_FALSE(p->get_header_value("Access-Control-Max-Age").empty());
+  // The real request: the origin is echoed and the session id exposed.
+  auto r = bare.Post("/mcp",
+                     {{"Accept", "application/json, text/event-stream"},
+                      {"Origin", "https://app.example"},
+                      {"X-MCP-AUTH", "cors-token"}},
+                     kInit, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_EQ(r->get_header_value("Vary"), "Origin");
+  EXPECT_NE(r->get_header_value("Access-Control-Expose-Headers").find("Mcp-Session-Id"),
+            std::string::npos);
+  // A refusal to that origin is readable by its page too.
+  r = bare.Post(
+      "/mcp",
+      {{"Accept", "application/json, text/event-stream"}, {"Origin", "https://app.example"}}, kInit,
+      "application/json");
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(r->body, "unauthorized");
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  // A foreign origin gets none of it.
+  for (const char* o : {"https://evil.example", "https://app.example.evil", "null"}) {
+    httplib::Headers h = preflight;
+    h.erase("Origin");
+    h.emplace("Origin", o);
+    auto f = bare.Options("/mcp", h);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->status, 403) << o;
+    EXPECT_FALSE(f->has_header("Access-Control-Allow-Origin")) << o;
+    f = bare.Post("/mcp",
+                  {{"Accept", "application/json, text/event-stream"},
+                   {"Origin", o},
+                   {"X-MCP-AUTH", "cors-token"}},
+                  kInit, "application/json");
+    EXPECT_EQ(f->status, 403) << o;
+    EXPECT_FALSE(f->has_header("Access-Control-Allow-Origin")) << o;
+  }
+  // Without an Origin (not a browser): no CORS headers.
+  r = bare.Post("/mcp",
+                {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "cors-token"}},
+                kInit, "application/json");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  // OPTIONS is exempt from the token, not from the Host check.
+  auto bad_host = bare.Options("/mcp", {{"Origin", "https://app.example"},
+                                        {"Host", "evil.example"},
+                                        {"Access-Control-Request-Method", "POST"}});
+  EXPECT_EQ(bad_host->status, 403);
+}
+
+TEST_F(HttpTest, CorsForLoopbackOriginsByDefault) {
+  Start();
+  const std::string origin = "http://localhost:" + std::to_string(port_);
+  auto p =
+      Client().Options("/mcp", {{"Origin", origin}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 204);
+  EXPECT_EQ(p->get_header_value("Access-Control-Allow-Origin"), origin);
+  auto r =
+      Client().Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", origin}},
+                    kInit, "application/json");
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), origin);
+  auto f = Client().Options("/mcp", {{"Origin", "http://127.evil.example:" + std::to_string(port_)},
+                                     {"Access-Control-Request-Method", "POST"}});
+  EXPECT_EQ(f->status, 403);
+  EXPECT_FALSE(f->has_header("Access-Control-Allow-Origin"));
+}
+
 // Every refusal at the HTTP layer is counted by status and logged with
 // metadata only: never a header's value (the token) nor the query string.
 TEST_F(HttpTest, RefusalsAreCountedAndLogged) {
