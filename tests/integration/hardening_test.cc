@@ -314,5 +314,56 @@ TEST(DescriptionTest, StatesTheEffectiveDefaultTimeoutAndWarnsAtStart) {
       << s.Stderr();
 }
 
+// Two runs at once: what one holds must be invisible and untouchable for the
+// other (the review's findings, reproduced with a real neighbour).
+TEST(ConcurrentRunsTest, ARunSeesNoneOfItsNeighboursProcessesOrSocketNames) {
+  ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "2"}});
+  s.Initialize();
+  std::string marker = Marker("4800");
+  json neighbour = s.NextId();
+  s.SendCall(neighbour, {{"code", "import socket, subprocess\n"
+                                  "s = socket.socket(socket.AF_UNIX)\n"
+                                  "s.bind(b'\\0mcp-neighbour-name')\n"
+                                  "subprocess.run(['sleep', '" + marker + "'])"},
+                         {"timeout_s", 20}});
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
+  json r = s.Exec(R"(
+import errno, os, socket
+me = os.getpid()
+seen, touched = [], []
+for pid in range(1, 5000):
+    if pid == me or (pid == 1 and me == 2):
+        continue
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b")" + marker + R"(" in f.read():
+                seen.append(pid)
+    except OSError:
+        pass
+    for call in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
+                 lambda: os.sched_setaffinity(pid, {0})):
+        try:
+            call()
+            touched.append(pid)
+        except OSError:
+            pass
+with open("/proc/net/unix") as f:
+    names = f.read()
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.bind(b"\0mcp-neighbour-name")
+    squat = "bound"
+except OSError as e:
+    squat = errno.errorcode[e.errno]
+print("seen", seen, "touched", touched, "listed", "mcp-neighbour-name" in names, "squat", squat)
+)");
+  std::string out = r["stdout"];
+  EXPECT_NE(out.find("seen [] touched [] listed False squat bound"), std::string::npos) << r.dump();
+  s.Send({{"jsonrpc", "2.0"},
+          {"method", "notifications/cancelled"},
+          {"params", {{"requestId", neighbour}, {"reason", "test"}}}});
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000));
+}
+
 }  // namespace
 }  // namespace mcpexec::testing
