@@ -1,6 +1,7 @@
 # escape: hold more than the memory limit as a whole run: four forked children of 400 MiB each (RLIMIT_AS is per process)
 # expect: reason memory
 # posture: root
+# skip-why: a whole-run memory bound needs a per-run cgroup; here only root may write the server's memory cgroup, and the other postures run as uid 65532
 # The run's cgroup (root posture here: the server's memory cgroup is delegated; the other
 # postures run as a uid that may not write cgroups, where only per-process rlimits hold, as
 # doctor and SECURITY.md say) must hold all of the run's processes under one limit.

@@ -29,6 +29,7 @@ struct Case {
   int runs = 1;
   std::string prelude;  // tests/escape/_prelude_<name>.py goes in front
   bool distinct = false;  // lines starting "DISTINCT " must differ between repeats
+  std::string skip_why;   // why the other postures cannot have the layer
 };
 
 Case LoadCase(const std::string& file) {
@@ -56,6 +57,7 @@ Case LoadCase(const std::string& file) {
     if (auto v = value("repeat")) c.runs = std::stoi(*v);
     if (auto v = value("prelude")) c.prelude = *v;
     if (auto v = value("distinct")) c.distinct = !v->empty();
+    if (auto v = value("skip-why")) c.skip_why = *v;
   }
   if (!c.prelude.empty()) {
     // Shared helpers, put in front so that the snippet still reaches the
@@ -129,7 +131,8 @@ TEST_P(EscapeTest, Snippet) {
   const Param& p = GetParam();
   Case c = LoadCase(p.file);
   if (!c.posture.empty() && (" " + c.posture + " ").find(" " + p.posture + " ") == std::string::npos) {
-    GTEST_SKIP() << c.name << " applies to the postures: " << c.posture;
+    GTEST_SKIP() << c.name << " applies to the postures: " << c.posture
+                 << (c.skip_why.empty() ? "" : " (" + c.skip_why + ")");
   }
   if (p.posture == "root" && geteuid() != 0) {
     GTEST_SKIP() << "the root posture needs the tests to run as root";
