@@ -10,10 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "http_server.h"
@@ -125,6 +127,16 @@ class HttpSession {
     auto it = waiters_.find(id.dump());
     if (it != waiters_.end() && it->second == w) waiters_.erase(it);
   }
+  // Legacy transport: a request whose answer will travel on the stream.
+  void ExpectOnStream(const json& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.insert(id.dump());
+  }
+  void NotExpected(const json& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id.dump());
+    if (it != pending_.end()) pending_.erase(it);
+  }
 
   // An event stream of this session (GET /mcp, or the legacy stream): what
   // waited for one is written to it first.
@@ -167,19 +179,45 @@ class HttpSession {
     return closed_;
   }
 
-  // Answers with an error the POSTs past their give-up time. Returns how
-  // many were answered.
-  int AnswerOverdue(Clock::time_point now, const std::string& why) {
+  // Nothing owed to a client: no POST waits for an answer, no legacy
+  // request is unanswered, and everything written reached the sockets.
+  bool Quiet() {
     std::vector<std::shared_ptr<Waiter>> waiting;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!pending_.empty()) return false;
+      for (auto& s : streams_) {
+        if (!s->Flushed()) return false;
+      }
       for (auto& [k, w] : waiters_) waiting.push_back(w);
+    }
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->stream && !w->answered) return false;
+    }
+    return true;
+  }
+
+  // Answers with an error what is still owed: POSTs past their give-up time
+  // (all of them with `all`, at shutdown) and, with `all`, the legacy
+  // stream's unanswered requests. Returns how many were answered.
+  int AnswerOverdue(Clock::time_point now, bool all, const std::string& why) {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    std::vector<std::string> legacy_ids;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
+      if (all) legacy_ids.assign(pending_.begin(), pending_.end());
     }
     int n = 0;
     for (auto& w : waiting) {
       std::lock_guard<std::mutex> lock(w->mu);
-      if (!w->stream || w->answered || now < w->give_up) continue;
+      if (!w->stream || w->answered || (!all && now < w->give_up)) continue;
       w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
+      ++n;
+    }
+    for (const auto& id : legacy_ids) {
+      Route(jsonrpc::Error(json::parse(id), jsonrpc::kInternalError, why));
       ++n;
     }
     return n;
@@ -207,6 +245,10 @@ class HttpSession {
         if (it != waiters_.end()) w = it->second;
       }
       if (!w) {
+        if (has_id && legacy_) {
+          auto it = pending_.find(m["id"].dump());
+          if (it != pending_.end()) pending_.erase(it);
+        }
         if (closed_) return;
         std::string event = SseEvent(m);
         for (auto& s : streams_) {
@@ -240,6 +282,7 @@ class HttpSession {
   const bool legacy_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Waiter>> waiters_;
+  std::multiset<std::string> pending_;
   std::vector<std::shared_ptr<http::Stream>> streams_;
   std::deque<std::string> events_;
   bool closed_ = false;
@@ -754,11 +797,21 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
   if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
     return ex.Reply(PlainError(415, "Content-Type must be application/json"));
   }
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
   json msg;
   try {
     msg = json::parse(req.body);
   } catch (const json::exception& e) {
     return ex.Reply(PlainError(400, std::string("invalid JSON: ") + e.what()));
+  }
+  // What the stream owes the client, so that shutdown answers all of it.
+  if (msg.is_object() && msg.contains("method") && msg["method"].is_string()) {
+    if (msg.contains("id") && (msg["id"].is_string() || msg["id"].is_number_integer())) {
+      session->ExpectOnStream(msg["id"]);
+    } else if (msg["method"] == "notifications/cancelled" && msg.contains("params") &&
+               msg["params"].is_object() && msg["params"].contains("requestId")) {
+      session->NotExpected(msg["params"]["requestId"]);  // a cancelled call is not answered
+    }
   }
   session->mcp().Handle(msg);  // answers arrive on the session's stream
   http::Response r;
@@ -775,28 +828,41 @@ void HttpTransport::Drain() {
     }
     return false;
   };
-  // A session with no call running ends its streams; legacy answers travel
-  // on them, so not before.
-  auto end_idle_streams = [&] {
+  // A session with nothing left to say ends its streams; legacy answers
+  // travel on them, so not before.
+  auto end_quiet_streams = [&] {
     for (auto& s : sessions_.All()) {
-      if (s->mcp().in_flight() == 0) s->EndStreams();
+      if (s->mcp().in_flight() == 0 && s->Quiet()) s->EndStreams();
     }
   };
-  auto grace_end = Clock::now() + std::chrono::seconds(config_.shutdown_grace_s);
-  while (running() && Clock::now() < grace_end) {
-    end_idle_streams();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  auto wait = [&](Clock::time_point until, const std::function<bool()>& done) {
+    while (!done() && Clock::now() < until) {
+      end_quiet_streams();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
+  };
+  wait(Clock::now() + std::chrono::seconds(config_.shutdown_grace_s), [&] { return !running(); });
+  // Every call still running ends now and is answered: its output so far
+  // with reason "shutdown", or a tool error if it had not started.
+  const auto answered_by = Clock::now() + std::chrono::seconds(10);
   if (running()) {
     log::Warn("grace_over", {{"sessions", sessions_.size()}});
-    // The rest are ended; their streams are cut when the listener stops.
-    for (auto& s : sessions_.All()) s->mcp().CancelAll();
+    for (auto& s : sessions_.All()) s->mcp().CancelAll(CancelReason::kShutdown);
+    if (!wait(answered_by, [&] { return !running(); })) log::Error("calls_outlived_grace", {});
   }
-  end_idle_streams();
-  auto closed_by = Clock::now() + std::chrono::seconds(1);
-  while ((post_streams_ > 0 || streams_ > 0) && Clock::now() < closed_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // What is still owed has no answer coming (a call its client cancelled,
+  // or one that did not end in time): answered with an error, so that no
+  // client is left with a stream that just stops.
+  int owed = 0;
+  for (auto& s : sessions_.All()) {
+    owed += s->AnswerOverdue(Clock::now(), true, "the server is shutting down: the call was ended");
+    s->EndStreams();
   }
+  if (owed > 0) log::Warn("answered_at_shutdown", {{"calls", owed}});
+  // The answers reach their sockets before the listener stops.
+  wait(std::max(answered_by, Clock::now() + std::chrono::seconds(1)),
+       [&] { return post_streams_ == 0 && streams_ == 0; });
 }
 
 int HttpTransport::Run(int signal_fd) {
@@ -822,7 +888,7 @@ int HttpTransport::Run(int signal_fd) {
     if (poll(&p, 1, 250) > 0) break;
     auto now = Clock::now();
     for (auto& s : sessions_.All()) {
-      if (int n = s->AnswerOverdue(now, "no answer from the run")) {
+      if (int n = s->AnswerOverdue(now, false, "no answer from the run")) {
         log::Error("answer_lost", {{"transport", "http"}, {"calls", n}});
       }
     }
@@ -840,8 +906,8 @@ int HttpTransport::Run(int signal_fd) {
     }
   }
   // Refuse new work (503, and /readyz fails so balancers drain us); running
-  // calls may finish for the grace period, then they are ended. Only then
-  // stop the listener.
+  // calls may finish for the grace period, then they are ended and
+  // answered. Only then stop the listener.
   log::Info("stopping", {{"why", "signal"}, {"grace_s", config_.shutdown_grace_s}});
   stopping_ = true;
   Drain();

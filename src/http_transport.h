@@ -15,8 +15,8 @@
 namespace mcpexec {
 
 // Serves until a termination signal arrives on signal_fd; then stops taking
-// work, lets running calls finish for the grace period, ends the rest and
-// returns 0. Returns 1 (after logging why) if it
+// work, lets running calls finish for the grace period, ends the rest with
+// an answer to each and returns 0. Returns 1 (after logging why) if it
 // cannot listen.
 int ServeHttp(ExecService& service, const Config& config, int signal_fd);
 

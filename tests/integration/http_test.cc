@@ -399,16 +399,99 @@ TEST_F(HttpTest, SigtermLetsRunningCallsFinish) {
   EXPECT_EQ(server_->Wait(20000), 0);
 }
 
+// A call still running when the grace period ends is ended, and answered:
+// its client gets a result (the output so far, reason "shutdown", or a tool
+// error saying the server is shutting down), never a stream that just stops.
+void ExpectShutdownAnswer(const json& m, const json& id) {
+  ASSERT_TRUE(m.is_object()) << "no answer";
+  EXPECT_EQ(m.value("id", json()), id) << m.dump();
+  ASSERT_TRUE(m.contains("result")) << m.dump();
+  const json& r = m["result"];
+  if (r.value("isError", false)) {
+    std::string text = r["content"][0].value("text", "");
+    EXPECT_NE(text.find("shut"), std::string::npos) << m.dump();
+  } else {
+    EXPECT_EQ(r["structuredContent"].value("reason", ""), "shutdown") << m.dump();
+  }
+}
+
 TEST_F(HttpTest, SigtermEndsCallsPastTheGracePeriod) {
   Start({{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}});
   std::string sid = Initialize();
   std::string marker = "4700." + Marker("");
-  std::thread caller([&] { Call(sid, "import subprocess; subprocess.run(['sleep', '" + marker + "'])"); });
+  json req = {{"jsonrpc", "2.0"},
+              {"id", 47},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "exec"},
+                {"arguments",
+                 {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                  {"timeout_s", 120}}}}}};
+  std::string body;
+  int status = 0;
+  std::thread caller([&] {
+    auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+    if (r) status = r->status, body = r->body;
+  });
   ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
   kill(server_->pid(), SIGTERM);
-  EXPECT_EQ(server_->Wait(15000), 0);
+  EXPECT_EQ(server_->Wait(20000), 0);
   caller.join();
   EXPECT_TRUE(PidsWithCmdlineContaining(marker).empty());
+  EXPECT_EQ(status, 200);
+  json answer = json::parse(
+      body.substr(body.find("data: ") == std::string::npos ? 0 : body.find("data: ") + 6), nullptr,
+      false);
+  ExpectShutdownAnswer(answer, 47);
+}
+
+TEST_F(HttpTest, SigtermAnswersLegacySseCallsPastTheGracePeriod) {
+  Start({{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}}, "sse");
+  std::string stream;
+  std::mutex mu;
+  std::thread reader([&] {
+    auto c = Client();
+    c.set_read_timeout(30);
+    c.Get("/sse", {{"Accept", "text/event-stream"}}, [&](const char* d, size_t n) {
+      std::lock_guard<std::mutex> lock(mu);
+      stream.append(d, n);
+      return true;
+    });
+  });
+  auto text = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return stream;
+  };
+  ASSERT_TRUE(
+      WaitUntil([&] { return text().find("event: endpoint") != std::string::npos; }, 10000));
+  std::string endpoint = text().substr(text().find("data: ") + 6);
+  endpoint = endpoint.substr(0, endpoint.find('\n'));
+  auto post = [&](const json& m) { return Client().Post(endpoint, m.dump(), "application/json"); };
+  EXPECT_EQ(post(json::parse(kInit))->status, 202);
+  EXPECT_EQ(post({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}})->status, 202);
+  std::string marker = "4800." + Marker("");
+  EXPECT_EQ(post({{"jsonrpc", "2.0"},
+                  {"id", 48},
+                  {"method", "tools/call"},
+                  {"params",
+                   {{"name", "exec"},
+                    {"arguments",
+                     {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                      {"timeout_s", 120}}}}}})
+                ->status,
+            202);
+  ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
+  kill(server_->pid(), SIGTERM);
+  EXPECT_EQ(server_->Wait(20000), 0);
+  reader.join();
+  json answer;
+  std::istringstream in(text());
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("data: {", 0) != 0) continue;
+    json m = json::parse(line.substr(6), nullptr, false);
+    if (m.is_object() && m.value("id", json()) == 48) answer = m;
+  }
+  ExpectShutdownAnswer(answer, 48);
 }
 
 // A client may reuse a request id once it has its answer; the previous
