@@ -64,10 +64,14 @@ std::string Metrics::Render(const Gauges& g) const {
   gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
   o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
        "status.\n# TYPE mcp_exec_http_refused_total counter\n";
-  for (int status : {400, 401, 403, 404, 405, 411, 413, 415, 429, 431, 503}) {
-    auto it = http_refused_.find(status);
-    o << "mcp_exec_http_refused_total{status=\"" << status << "\"} "
-      << (it == http_refused_.end() ? 0 : it->second) << "\n";
+  // The usual refusals always (a dashboard sees zeros), and any other
+  // status that was recorded.
+  std::map<int, uint64_t> statuses = http_refused_;
+  for (int status : {400, 401, 403, 404, 405, 406, 408, 411, 413, 415, 429, 431, 501, 503}) {
+    statuses.emplace(status, 0);
+  }
+  for (const auto& [status, count] : statuses) {
+    o << "mcp_exec_http_refused_total{status=\"" << status << "\"} " << count << "\n";
   }
   return o.str();
 }
