@@ -15,17 +15,6 @@
 namespace mcpexec::sandbox::cgroups {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 std::string ReadAt(int dirfd, const std::string& rel) {
   int fd = openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -36,6 +25,8 @@ std::string ReadAt(int dirfd, const std::string& rel) {
   close(fd);
   return out;
 }
+
+std::string ReadFile(const std::string& path) { return ReadAt(AT_FDCWD, path); }
 
 // 0 on success, else errno.
 int WriteAt(int dirfd, const std::string& rel, const std::string& value) {

@@ -1,5 +1,6 @@
 # escape: hold or regain any capability (own process, forked child, exec'd child, ambient raise)
 # expect: pass
+# prelude: kernel_status
 import ctypes
 import os
 import subprocess
@@ -13,22 +14,6 @@ def caps(text):
     return {k: int(fields[k].strip(), 16) for k in CAP_KEYS}
 
 
-CHILD = r"""
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-class Data(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-h = Header(0x20080522, 0)
-d = (Data * 2)()
-libc.capget(ctypes.byref(h), d)
-print("CapEff", hex(d[0].effective | d[1].effective << 32))
-print("CapPrm", hex(d[0].permitted | d[1].permitted << 32))
-print("CapInh", hex(d[0].inheritable | d[1].inheritable << 32))
-print("NoNewPrivs", libc.prctl(39, 0, 0, 0, 0))
-print("Seccomp", libc.prctl(21, 0, 0, 0, 0))
-"""
 
 bad = []
 with open("/proc/self/status") as f:

@@ -1,5 +1,6 @@
 # escape: run without no_new_privs or without a seccomp filter (in the runner and in its children)
 # expect: pass
+# prelude: kernel_status
 import os
 import subprocess
 import sys
@@ -20,22 +21,6 @@ def check(who, text, bad):
         bad.append(f"{who}: Seccomp_filters {f.get('Seccomp_filters').strip()}")
 
 
-CHILD = r"""
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-class Data(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-h = Header(0x20080522, 0)
-d = (Data * 2)()
-libc.capget(ctypes.byref(h), d)
-print("CapEff", hex(d[0].effective | d[1].effective << 32))
-print("CapPrm", hex(d[0].permitted | d[1].permitted << 32))
-print("CapInh", hex(d[0].inheritable | d[1].inheritable << 32))
-print("NoNewPrivs", libc.prctl(39, 0, 0, 0, 0))
-print("Seccomp", libc.prctl(21, 0, 0, 0, 0))
-"""
 
 bad = []
 with open("/proc/self/status") as f:
