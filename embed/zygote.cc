@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pybind11/embed.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,7 +29,6 @@
 #include "sandbox/lockdown.h"
 #include "sandbox/namespaces.h"
 #include "wire.h"
-#include <nlohmann/json.hpp>
 
 namespace py = pybind11;
 
@@ -68,10 +68,10 @@ struct Zygote {
   sandbox::Sandbox sandbox;
 };
 
-
 void Die(const char* what) {
   // Before Python is up, stderr is the supervisor's stderr.
-  fprintf(stderr, "{\"level\":\"error\",\"event\":\"zygote_fatal\",\"what\":\"%s\",\"errno\":\"%s\"}\n",
+  fprintf(stderr,
+          "{\"level\":\"error\",\"event\":\"zygote_fatal\",\"what\":\"%s\",\"errno\":\"%s\"}\n",
           what, strerror(errno));
   _exit(1);
 }
@@ -209,7 +209,8 @@ void WriteVerdict(bool ok, const std::string& error) {
   std::string error, cwd;
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  bool locked = sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir, params.timeout_s, &cwd, &error);
+  bool locked =
+      sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir, params.timeout_s, &cwd, &error);
   g_lockdown_us = MicrosSince(t0);
   // Never run code half locked down: the supervisor turns a failed verdict
   // into a tool error naming the layer.
@@ -323,8 +324,8 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
     return -1;
   }
   PyOS_BeforeFork();
-  pid_t init = static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr,
-                                          nullptr, nullptr));
+  pid_t init = static_cast<pid_t>(
+      syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (init == 0) {
     PyOS_AfterFork_Child();
     RunnerPrepare(z, 0);
@@ -515,7 +516,8 @@ void ReadReaperReport(Zygote& z, pid_t pid) {
   std::vector<int> fds;
   int r = wire::ReceiveNow(it->second.sock, &rh, &payload, &fds);
   CloseAll(fds);
-  if (r > 0 && rh.type == wire::Type::kExited) ReportExit(z, it->second, static_cast<int>(rh.value));
+  if (r > 0 && rh.type == wire::Type::kExited)
+    ReportExit(z, it->second, static_cast<int>(rh.value));
 }
 
 void ReapChildren(Zygote& z) {
@@ -586,9 +588,12 @@ void ReapChildren(Zygote& z) {
         KillChildrenExcept(z.self, {});
         _exit(0);
       }
-      if (h.type == wire::Type::kRun) StartRun(z, h, payload, fds);
-      else if (h.type == wire::Type::kKill) KillRun(z, h.run_id), CloseAll(fds);
-      else CloseAll(fds);
+      if (h.type == wire::Type::kRun)
+        StartRun(z, h, payload, fds);
+      else if (h.type == wire::Type::kKill)
+        KillRun(z, h.run_id), CloseAll(fds);
+      else
+        CloseAll(fds);
     }
   }
 }
@@ -635,8 +640,10 @@ int ZygoteMain(int argc, char** argv) {
     cg.memory_fd = cg.memory_dir.empty() ? -1 : 4;
     cg.pids_fd = cg.pids_dir.empty() ? -1 : (cg.version == 2 ? cg.memory_fd : 5);
     for (int fd : {4, 5}) {
-      if (fd != cg.memory_fd && fd != cg.pids_fd) close(fd);
-      else fcntl(fd, F_SETFD, FD_CLOEXEC);
+      if (fd != cg.memory_fd && fd != cg.pids_fd)
+        close(fd);
+      else
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     sandbox::cgroups::Probe(&cg, z.sandbox.limits);
   }

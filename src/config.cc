@@ -37,8 +37,8 @@ std::string ParseInt(const std::string& v, int64_t lo, int64_t hi, int64_t* out)
   return "";
 }
 
-std::function<std::string(Config&, const std::string&)> IntField(int64_t Config::*field,
-                                                                  int64_t lo, int64_t hi) {
+std::function<std::string(Config&, const std::string&)> IntField(int64_t Config::*field, int64_t lo,
+                                                                 int64_t hi) {
   return [=](Config& c, const std::string& v) { return ParseInt(v, lo, hi, &(c.*field)); };
 }
 
@@ -67,10 +67,14 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_TRANSPORT", "--transport", "stdio", "",
        "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE; GET any path)",
        [](Config& c, const std::string& v) -> std::string {
-         if (v == "stdio") c.transport = Transport::kStdio;
-         else if (v == "http") c.transport = Transport::kHttp;
-         else if (v == "sse") c.transport = Transport::kSse;
-         else return "must be stdio, http or sse";
+         if (v == "stdio")
+           c.transport = Transport::kStdio;
+         else if (v == "http")
+           c.transport = Transport::kHttp;
+         else if (v == "sse")
+           c.transport = Transport::kSse;
+         else
+           return "must be stdio, http or sse";
          return "";
        }},
       {"MCP_EXEC_ADDR", "--addr", ":8080", "", "listen address for http/sse (HOST:PORT)",
@@ -85,7 +89,8 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", "300", "s", "ceiling for a call's timeout_s",
        IntField(&Config::max_timeout_s, 1, 86400)},
       {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", "1048576", "bytes",
-       "one budget shared by stdout and stderr", IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
+       "one budget shared by stdout and stderr",
+       IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", "1048576", "bytes",
        "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_PYTHON", "--python", "python3", "",
@@ -106,7 +111,8 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_MAX_CODE_BYTES", "--max-code-bytes", "1048576", "bytes",
        "cap on a call's code, in UTF-8 bytes", IntField(&Config::max_code_bytes, 1, 64 * kMiB)},
       {"MCP_EXEC_MAX_REQUEST_BYTES", "--max-request-bytes", "6 x (code + stdin caps) + 64 KiB",
-       "bytes", "cap on one JSON-RPC message", IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
+       "bytes", "cap on one JSON-RPC message",
+       IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
       {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", "/tmp", "",
        "where the runs' private working directories are made",
        [](Config& c, const std::string& v) -> std::string {
@@ -134,7 +140,8 @@ const std::vector<Option>& Options() {
        "open server-sent event streams (each holds a connection)",
        IntField(&Config::max_streams, 1, 10000)},
       {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", "1800", "s",
-       "an http/sse session unused this long is closed", IntField(&Config::session_idle_s, 1, 86400 * 7)},
+       "an http/sse session unused this long is closed",
+       IntField(&Config::session_idle_s, 1, 86400 * 7)},
       {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", "20", "s",
        "on SIGTERM, how long running calls may finish before they are killed",
        IntField(&Config::shutdown_grace_s, 0, 3600)},
@@ -154,9 +161,12 @@ const std::vector<Option>& Options() {
 
 std::string TransportName(Transport t) {
   switch (t) {
-    case Transport::kStdio: return "stdio";
-    case Transport::kHttp: return "http";
-    case Transport::kSse: return "sse";
+    case Transport::kStdio:
+      return "stdio";
+    case Transport::kHttp:
+      return "http";
+    case Transport::kSse:
+      return "sse";
   }
   return "?";
 }

@@ -46,10 +46,10 @@ struct Config {
 // --help / --version text.
 struct ParseResult {
   std::optional<Config> config;
-  std::string error;        // one line, names the variable or flag
+  std::string error;           // one line, names the variable or flag
   std::string print_and_exit;  // --help / --version text
-  std::string command;      // "" (serve) or "doctor"
-  bool json_output = false; // doctor --json
+  std::string command;         // "" (serve) or "doctor"
+  bool json_output = false;    // doctor --json
 };
 
 // env: the process environment as a map (tests pass their own). args: argv

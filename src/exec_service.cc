@@ -17,7 +17,8 @@ ExecService::ExecService(const Config& config, ZygoteClient& zygote, Scheduler& 
 
 bool ExecService::Ready() const {
   return zygote_.WaitReady(0) && SandboxRefusal(zygote_.report()).empty() &&
-         scheduler_.running() + scheduler_.queued() < scheduler_.max_running() + scheduler_.max_queued();
+         scheduler_.running() + scheduler_.queued() <
+             scheduler_.max_running() + scheduler_.max_queued();
 }
 
 Metrics::Gauges ExecService::Gauges() const {

@@ -13,8 +13,8 @@ using json = nlohmann::json;
 const char* ExecToolName() { return "exec"; }
 
 const std::vector<std::string>& ExecReasons() {
-  static const std::vector<std::string> kReasons = {
-      "timeout", "memory", "cpu", "file_size", "seccomp", "signal", "cancelled", "shutdown"};
+  static const std::vector<std::string> kReasons = {"timeout", "memory", "cpu",       "file_size",
+                                                    "seccomp", "signal", "cancelled", "shutdown"};
   return kReasons;
 }
 
@@ -25,8 +25,9 @@ json ExecInputSchema() {
        {{"code", {{"type", "string"}, {"description", "Python source, run as __main__"}}},
         {"timeout_s",
          {{"type", "integer"},
-          {"description", "wall-clock timeout in seconds (0 or absent: the default; "
-                          "clamped to 1..max)"}}},
+          {"description",
+           "wall-clock timeout in seconds (0 or absent: the default; "
+           "clamped to 1..max)"}}},
         {"stdin", {{"type", "string"}, {"description", "text fed to the program's stdin"}}}}},
       {"required", {"code"}},
       {"additionalProperties", false},
@@ -95,8 +96,8 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   o << " (already imported: importing them is instant; matplotlib uses the Agg backend, save "
        "figures to files).";
   // The numbers a call really gets: a default above the cap is the cap.
-  o << " Limits: timeout_s defaults to " << ClampTimeout(std::nullopt, c)
-    << " s and is capped at " << c.max_timeout_s << " s; memory " << c.memory_limit_mb
+  o << " Limits: timeout_s defaults to " << ClampTimeout(std::nullopt, c) << " s and is capped at "
+    << c.max_timeout_s << " s; memory " << c.memory_limit_mb
     << " MiB (past it: MemoryError, reason memory); files in the working directory "
     << c.disk_limit_mb << " MiB; stdout and stderr share one budget of " << c.max_output_bytes
     << " bytes (the rest is dropped and truncated is true); stdin at most " << c.max_stdin_bytes
@@ -111,9 +112,20 @@ namespace {
 // Go's unicode.IsSpace, which the reference's strings.TrimSpace uses.
 bool IsUnicodeSpace(uint32_t c) {
   switch (c) {
-    case '\t': case '\n': case '\v': case '\f': case '\r': case ' ':
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
-    case 0x205F: case 0x3000:
+    case '\t':
+    case '\n':
+    case '\v':
+    case '\f':
+    case '\r':
+    case ' ':
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return c >= 0x2000 && c <= 0x200A;
@@ -184,7 +196,8 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   const json& a = args.is_object() ? args : kEmpty;
   // 1. code
   auto code_it = a.find("code");
-  if (code_it == a.end() || !code_it->is_string() || IsBlank(code_it->get_ref<const std::string&>())) {
+  if (code_it == a.end() || !code_it->is_string() ||
+      IsBlank(code_it->get_ref<const std::string&>())) {
     return std::string("code must not be empty");
   }
   // 2. unknown arguments, then types

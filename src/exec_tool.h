@@ -56,13 +56,13 @@ std::string ExecDescription(const Config& config, const RuntimeReport& runtime,
 
 // Returns the request, or the tool-error message.
 std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& arguments,
-                                                            const Config& config);
+                                                             const Config& config);
 
 // Timeout rule 4 of the contract, on a value already known to be an integer.
 int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);
 
 nlohmann::json StructuredResult(const ExecResult& r);
-nlohmann::json ToolResult(const ExecResult& r);       // CallToolResult, isError false
+nlohmann::json ToolResult(const ExecResult& r);        // CallToolResult, isError false
 nlohmann::json ToolError(const std::string& message);  // CallToolResult, isError true
 
 }  // namespace mcpexec

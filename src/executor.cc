@@ -16,9 +16,9 @@
 #include <optional>
 
 #include "fs_util.h"
+#include "log.h"
 #include "sandbox/layers.h"
 #include "utf8.h"
-#include "log.h"
 
 namespace mcpexec {
 
@@ -81,10 +81,14 @@ int MakeCodeMemfd(const std::string& code) {
 // The limit a signal stands for, when it stands for one.
 std::string ReasonForSignal(int sig) {
   switch (sig) {
-    case SIGSYS: return "seccomp";  // a call the policy kills on
-    case SIGXCPU: return "cpu";
-    case SIGXFSZ: return "file_size";
-    default: return "signal";
+    case SIGSYS:
+      return "seccomp";  // a call the policy kills on
+    case SIGXCPU:
+      return "cpu";
+    case SIGXFSZ:
+      return "file_size";
+    default:
+      return "signal";
   }
 }
 
@@ -103,8 +107,8 @@ Executor::~Executor() { Shutdown(); }
 bool Executor::Init(bool shared_dev_shm, std::string* error) {
   shared_dev_shm_ = shared_dev_shm;
   if (!EnsureDir(config_.workdir_root, 0755)) {
-    *error = "MCP_EXEC_WORKDIR_ROOT " + config_.workdir_root + " is not a usable directory: " +
-             strerror(errno);
+    *error = "MCP_EXEC_WORKDIR_ROOT " + config_.workdir_root +
+             " is not a usable directory: " + strerror(errno);
     return false;
   }
   base_dir_ = MakePrivateDir(config_.workdir_root, "mcp-exec-");
@@ -324,8 +328,10 @@ void Executor::PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point star
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
 
-    if (i_out >= 0 && p[i_out].revents) drain(io.fds.out_r.fd, &io.result.stdout_data, &io.stdout_open);
-    if (i_err >= 0 && p[i_err].revents) drain(io.fds.err_r.fd, &io.result.stderr_data, &io.stderr_open);
+    if (i_out >= 0 && p[i_out].revents)
+      drain(io.fds.out_r.fd, &io.result.stdout_data, &io.stdout_open);
+    if (i_err >= 0 && p[i_err].revents)
+      drain(io.fds.err_r.fd, &io.result.stderr_data, &io.stderr_open);
     if (i_st >= 0 && p[i_st].revents && !io.status.Read(io.fds.st_r.fd)) {
       io.status_open = false;
       io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
@@ -362,7 +368,8 @@ void Executor::FeedStdin(RunIo& io) {
   ssize_t n = write(io.fds.in_w.fd, data.data() + io.stdin_off, data.size() - io.stdin_off);
   if (n > 0) io.stdin_off += static_cast<size_t>(n);
   // EOF after the given bytes; a reader that closed its end (EPIPE) gets the rest dropped.
-  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) io.fds.in_w.Reset();
+  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size())
+    io.fds.in_w.Reset();
 }
 
 // The result from the trusted side: the verdict the runner wrote before the
@@ -371,14 +378,14 @@ void Executor::FeedStdin(RunIo& io) {
 std::optional<std::string> Executor::Settle(RunIo& io) {
   ExecResult& r = io.result;
   if (io.lost) return io.lost_reason;
-  if (io.stuck) return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
+  if (io.stuck)
+    return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
   const wire::LockdownVerdict* v = io.status.verdict();
   if (!v) {
-    std::string how = !io.exited                  ? "it was ended before its lockdown finished"
-                      : WIFSIGNALED(io.wait_status) ? "it died by signal " +
-                                                        std::to_string(WTERMSIG(io.wait_status))
-                                                  : "it exited with status " +
-                                                        std::to_string(WEXITSTATUS(io.wait_status));
+    std::string how = !io.exited ? "it was ended before its lockdown finished"
+                      : WIFSIGNALED(io.wait_status)
+                          ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
+                          : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
     return "the sandbox could not start this run: " + how + " before its lockdown finished";
   }
   if (!v->ok) return std::string("the sandbox could not lock this run down: ") + v->error;
@@ -413,9 +420,10 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
   bool acquired = scheduler_.Acquire([&] { return cancel.cancelled(); });
   cancel.OnCancel(nullptr);
   if (!acquired) {
-    return std::string(cancel.reason() == CancelReason::kShutdown
-                           ? "the server is shutting down; this call was still queued and did not run"
-                           : "the run was cancelled before it started");
+    return std::string(
+        cancel.reason() == CancelReason::kShutdown
+            ? "the server is shutting down; this call was still queued and did not run"
+            : "the run was cancelled before it started");
   }
   // From here on the slot is ours until the answer is ready.
   SlotGuard slot_guard(scheduler_);
@@ -455,7 +463,8 @@ std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, Canc
 
   auto started_at = Clock::now();
   const int64_t started_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::system_clock::now().time_since_epoch()).count();
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count();
   {
     std::lock_guard<std::mutex> lock(mu_);
     active_starts_.insert(started_realtime_ns);
@@ -510,12 +519,12 @@ void Executor::Report(uint64_t run_id, const ExecRequest& req, const ExecResult&
                     {"lockdown_us", failed ? -1 : result.lockdown_us},
                     {"lockdown_ahead_us", failed ? -1 : result.lockdown_ahead_us}});
   if (!metrics_) return;
-  std::string outcome = failed                                                  ? "lost"
-                        : result.timed_out                                      ? "timeout"
+  std::string outcome = failed                                                ? "lost"
+                        : result.timed_out                                    ? "timeout"
                         : !result.reason.empty() && result.reason != "signal" ? result.reason
-                        : result.signal                                         ? "signal"
-                        : result.exit_code != 0                                 ? "error"
-                                                                                : "ok";
+                        : result.signal                                       ? "signal"
+                        : result.exit_code != 0                               ? "error"
+                                                                              : "ok";
   metrics_->RecordRun(outcome, result.duration_ms / 1000.0, result.queue_ms / 1000.0);
 }
 

@@ -8,14 +8,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <set>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <variant>

@@ -14,10 +14,14 @@ std::mutex g_mu;
 
 const char* Name(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
   }
   return "?";
 }
@@ -37,9 +41,12 @@ std::string Timestamp() {
 
 void SetLevel(const std::string& level) {
   Level l = Level::kInfo;
-  if (level == "debug") l = Level::kDebug;
-  else if (level == "warn") l = Level::kWarn;
-  else if (level == "error") l = Level::kError;
+  if (level == "debug")
+    l = Level::kDebug;
+  else if (level == "warn")
+    l = Level::kWarn;
+  else if (level == "error")
+    l = Level::kError;
   g_level = static_cast<int>(l);
 }
 

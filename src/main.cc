@@ -13,10 +13,10 @@
 #include "config.h"
 #include "doctor.h"
 #include "exec_service.h"
-#include "http_transport.h"
-#include "metrics.h"
 #include "executor.h"
+#include "http_transport.h"
 #include "log.h"
+#include "metrics.h"
 #include "sandbox/layers.h"
 #include "scheduler.h"
 #include "stdio_transport.h"
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   Metrics metrics;
   Executor executor(config, zygote, scheduler, &metrics);
   bool private_mounts = false;
-  for (const auto& l : sandbox::LayersFromJson(zygote.report().sandbox.value("layers", nlohmann::json::array()))) {
+  for (const auto& l :
+       sandbox::LayersFromJson(zygote.report().sandbox.value("layers", nlohmann::json::array()))) {
     if (l.name == "mount_namespace") private_mounts = l.active;
   }
   if (!executor.Init(!private_mounts, &error)) {
@@ -95,8 +96,9 @@ int main(int argc, char** argv) {
     log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
                                  {"value", config.default_timeout_s},
                                  {"effective", config.max_timeout_s},
-                                 {"why", "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
-                                         "get the maximum"}});
+                                 {"why",
+                                  "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
+                                  "get the maximum"}});
   }
   log::Info("start", {{"version", MCP_EXEC_VERSION},
                       {"transport", TransportName(config.transport)},

@@ -84,7 +84,8 @@ void McpSession::Handle(const json& msg) {
   if (!msg.contains("method")) {
     // A response from the client (we send no requests): nothing to do.
     if (msg.contains("result") || msg.contains("error")) return;
-    send_(jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest, "method is missing"));
+    send_(
+        jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest, "method is missing"));
     return;
   }
   if (!msg["method"].is_string()) {
@@ -122,12 +123,14 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
     }
     initialized_ = true;
     json client = params.value("clientInfo", json::object());
-    log::Info("initialize", {{"protocol_version", version},
-                             {"client", client.is_object() ? client.value("name", json("")) : json("")}});
+    log::Info("initialize",
+              {{"protocol_version", version},
+               {"client", client.is_object() ? client.value("name", json("")) : json("")}});
     send_(jsonrpc::Result(
         id, {{"protocolVersion", version},
              {"capabilities", {{"tools", {{"listChanged", false}}}}},
-             {"serverInfo", {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}},
+             {"serverInfo",
+              {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}},
              {"instructions",
               "Use the exec tool to run Python code: write a complete script, print the results "
               "you need, and read stdout, stderr and exit_code. Every call starts fresh."}}));
@@ -173,9 +176,10 @@ void McpSession::HandleNotification(const std::string& method, const json& param
 void McpSession::StartToolCall(const json& id, const json& params) {
   json name = params.value("name", json(nullptr));
   if (!name.is_string() || name.get<std::string>() != ExecToolName()) {
-    send_(jsonrpc::Error(id, jsonrpc::kInvalidParams,
-                         "unknown tool: " + (name.is_string() ? name.get<std::string>() : name.dump()) +
-                             " (this server has one tool, exec)"));
+    send_(jsonrpc::Error(
+        id, jsonrpc::kInvalidParams,
+        "unknown tool: " + (name.is_string() ? name.get<std::string>() : name.dump()) +
+            " (this server has one tool, exec)"));
     return;
   }
   json args = params.value("arguments", json::object());

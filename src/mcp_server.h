@@ -20,7 +20,6 @@
 
 namespace mcpexec {
 
-
 extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
 std::string NegotiateProtocolVersion(const std::string& requested);
 

@@ -45,8 +45,8 @@ std::string Metrics::Render(const Gauges& g) const {
   for (const char* outcome : {"ok", "error", "timeout", "signal", "cancelled", "memory", "cpu",
                               "file_size", "seccomp", "shutdown", "lost", "refused"}) {
     auto it = runs_.find(outcome);
-    o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} " << (it == runs_.end() ? 0 : it->second)
-      << "\n";
+    o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} "
+      << (it == runs_.end() ? 0 : it->second) << "\n";
   }
   RenderHistogram(o, "mcp_exec_run_duration_seconds", "Wall time of runs, queue excluded.",
                   kBuckets, duration_.counts, duration_.count, duration_.sum);
@@ -58,8 +58,8 @@ std::string Metrics::Render(const Gauges& g) const {
   };
   gauge("mcp_exec_runs_in_flight", "Runs executing now.", g.in_flight);
   gauge("mcp_exec_runs_queued", "Runs waiting for a slot.", g.queued);
-  gauge("mcp_exec_zygote_restarts_total", "Times the sandbox zygote was restarted.", g.zygote_restarts,
-        "counter");
+  gauge("mcp_exec_zygote_restarts_total", "Times the sandbox zygote was restarted.",
+        g.zygote_restarts, "counter");
   gauge("mcp_exec_sessions", "Open MCP sessions (http/sse).", g.sessions);
   gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
   o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "

@@ -30,8 +30,8 @@ class Metrics {
   std::string Render(const Gauges& g) const;
 
  private:
-  static constexpr std::array<double, 12> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
-                                                      0.5,   1,    2.5,   5,    10,   30};
+  static constexpr std::array<double, 12> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                      0.5,   1,    2.5,   5,    10,  30};
   struct Histogram {
     std::array<uint64_t, kBuckets.size()> counts{};
     uint64_t count = 0;

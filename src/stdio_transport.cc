@@ -81,9 +81,9 @@ int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd) {
     if (!discarding) buf.append(chunk + start, n - start);
     if (!discarding && buf.size() > max_line) {
       // Never buffer an unbounded line: answer now, skip the rest of it.
-      writer.Send(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest,
-                                 "message exceeds " + std::to_string(max_line) +
-                                     " bytes (MCP_EXEC_MAX_REQUEST_BYTES)"));
+      writer.Send(jsonrpc::Error(
+          nullptr, jsonrpc::kInvalidRequest,
+          "message exceeds " + std::to_string(max_line) + " bytes (MCP_EXEC_MAX_REQUEST_BYTES)"));
       log::Warn("oversized_message", {{"limit", max_line}});
       buf.clear();
       buf.shrink_to_fit();

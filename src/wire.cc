@@ -65,8 +65,10 @@ int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vecto
       int got[kMaxFds];
       memcpy(got, CMSG_DATA(c), sizeof(int) * count);
       for (size_t i = 0; i < count; ++i) {
-        if (fds) fds->push_back(got[i]);
-        else close(got[i]);
+        if (fds)
+          fds->push_back(got[i]);
+        else
+          close(got[i]);
       }
     }
   }

@@ -59,10 +59,10 @@ constexpr uint32_t kVerdictMagic = 0x4d435856;  // "VXCM"
 constexpr uint32_t kNoteMagic = 0x4d43584e;     // "NXCM"
 struct LockdownVerdict {
   uint32_t magic;
-  uint32_t ok;           // 1: every layer holds and the code is about to run
-  int32_t lockdown_us;   // the lockdown's cost on the request's path
-  int32_t ahead_us;      // and ahead of it (spares)
-  char error[240];       // ok == 0: which layer failed, NUL-terminated
+  uint32_t ok;          // 1: every layer holds and the code is about to run
+  int32_t lockdown_us;  // the lockdown's cost on the request's path
+  int32_t ahead_us;     // and ahead of it (spares)
+  char error[240];      // ok == 0: which layer failed, NUL-terminated
 };
 static_assert(sizeof(LockdownVerdict) == 256, "one atomic pipe write");
 

@@ -108,7 +108,8 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
     argv.push_back(nullptr);
     // fd 3: the control socket; 4 and 5: the runs' cgroup parents.
     int fds[3] = {sv[1], cgroups_.memory_fd, cgroups_.pids_fd};
-    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(), fds, 3);
+    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(),
+                                              fds, 3);
     if (pid > 0) {
       ns_flags_ = flags;
       break;
@@ -183,14 +184,13 @@ bool ZygoteClient::Start(std::string* error) {
   }
   nlohmann::json pk = nlohmann::json::object();
   for (auto& [name, version] : report_.packages) pk[name] = version;
-  log::Info("zygote_ready",
-            {{"pid", pid_},
-             {"python", report_.python_version},
-             {"packages", pk},
-             {"missing", report_.missing},
-             {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - t0)
-                               .count()}});
+  log::Info("zygote_ready", {{"pid", pid_},
+                             {"python", report_.python_version},
+                             {"packages", pk},
+                             {"missing", report_.missing},
+                             {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - t0)
+                                               .count()}});
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_ = true;
@@ -202,9 +202,9 @@ bool ZygoteClient::Start(std::string* error) {
 
 bool ZygoteClient::WaitReady(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
-  return ready_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                            [&] { return ready_ || shutting_down_; }) &&
-         ready_;
+  return ready_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    return ready_ || shutting_down_;
+  }) && ready_;
 }
 
 void ZygoteClient::FailAllRuns(const std::string& reason) {
@@ -319,7 +319,8 @@ void ZygoteClient::ReaderLoop() {
           pid_ = 0;
         }
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
     }
   }
 }

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "config.h"
-#include "sandbox/cgroups.h"
 #include "exec_tool.h"
+#include "sandbox/cgroups.h"
 #include "wire.h"
 
 namespace mcpexec {

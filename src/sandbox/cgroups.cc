@@ -87,7 +87,8 @@ std::string OwnPath(const std::string& controller) {
     size_t a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     std::string ctrls = line.substr(a + 1, b - a - 1);
-    if ((controller.empty() && ctrls.empty()) || (!controller.empty() && HasToken(ctrls, controller))) {
+    if ((controller.empty() && ctrls.empty()) ||
+        (!controller.empty() && HasToken(ctrls, controller))) {
       return line.substr(b + 1);
     }
   }
@@ -257,7 +258,8 @@ bool Create(const Delegation& d, const RunLimits& l, const std::string& name, st
     return false;
   };
   if (d.memory_fd >= 0) {
-    if (mkdirat(d.memory_fd, name.c_str(), 0755) != 0 && errno != EEXIST) return fail("mkdir", errno);
+    if (mkdirat(d.memory_fd, name.c_str(), 0755) != 0 && errno != EEXIST)
+      return fail("mkdir", errno);
     std::string bytes = std::to_string(l.memory_bytes);
     if (d.version == 1) {
       if (int e = WriteAt(d.memory_fd, name + "/memory.limit_in_bytes", bytes)) {
@@ -275,7 +277,8 @@ bool Create(const Delegation& d, const RunLimits& l, const std::string& name, st
     }
   }
   if (d.pids_fd >= 0) {
-    if (d.pids_fd != d.memory_fd && mkdirat(d.pids_fd, name.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (d.pids_fd != d.memory_fd && mkdirat(d.pids_fd, name.c_str(), 0755) != 0 &&
+        errno != EEXIST) {
       return fail("mkdir (pids)", errno);
     }
     if (int e = WriteAt(d.pids_fd, name + "/pids.max", std::to_string(l.max_processes))) {
@@ -301,7 +304,8 @@ bool Join(const Delegation& d, const std::string& name, std::string* error) {
 
 bool OomKilled(const Delegation& d, const std::string& name) {
   if (d.memory_fd < 0) return false;
-  std::string text = ReadAt(d.memory_fd, name + (d.version == 1 ? "/memory.oom_control" : "/memory.events"));
+  std::string text =
+      ReadAt(d.memory_fd, name + (d.version == 1 ? "/memory.oom_control" : "/memory.events"));
   std::stringstream in(text);
   std::string key;
   long long value = 0;
@@ -339,8 +343,8 @@ void Probe(Delegation* d, const RunLimits& limits) {
   pid_t pid = fork();
   if (pid == 0) _exit(Join(*d, name, &error) ? 0 : 1);
   int status = 0;
-  bool joined = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-                WEXITSTATUS(status) == 0;
+  bool joined =
+      pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   Destroy(*d, name);
   if (!joined) off("a process could not join a child cgroup of " + d->memory_dir);
 }
@@ -352,8 +356,9 @@ LayerStatus Report(const Delegation& d, const RunLimits& l) {
   if (!s.active) {
     s.detail = "no delegated cgroup: memory and processes are bounded per process by rlimits (" +
                d.why_not_memory + ")";
-    s.fix = "start the server in a cgroup of its own that it may write (cgroup v2: with memory and "
-            "pids in its parent's cgroup.subtree_control; Kubernetes and Docker: see README)";
+    s.fix =
+        "start the server in a cgroup of its own that it may write (cgroup v2: with memory and "
+        "pids in its parent's cgroup.subtree_control; Kubernetes and Docker: see README)";
     return s;
   }
   std::string v = "v" + std::to_string(d.version);

@@ -24,10 +24,10 @@
 namespace mcpexec::sandbox::cgroups {
 
 struct Delegation {
-  int version = 0;      // 1 or 2; 0: no controller can be used
-  int memory_fd = -1;   // directory fd of the runs' parent for memory
-  int pids_fd = -1;     // and for pids (v2: the same directory as memory)
-  std::string memory_dir, pids_dir;  // their paths, for the report
+  int version = 0;                           // 1 or 2; 0: no controller can be used
+  int memory_fd = -1;                        // directory fd of the runs' parent for memory
+  int pids_fd = -1;                          // and for pids (v2: the same directory as memory)
+  std::string memory_dir, pids_dir;          // their paths, for the report
   std::string why_not_memory, why_not_pids;  // when a controller is not used
 };
 

@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/mount.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,7 +65,8 @@ unsigned long KeptFlags(const std::string& mp) {
 bool MountTmpfs(const std::string& where, int64_t bytes, const char* mode, const RunLimits& l,
                 std::string* error) {
   std::string opts = "size=" + std::to_string(bytes) + ",mode=" + mode +
-                     ",uid=" + std::to_string(l.sandbox_uid) + ",gid=" + std::to_string(l.sandbox_gid);
+                     ",uid=" + std::to_string(l.sandbox_uid) +
+                     ",gid=" + std::to_string(l.sandbox_gid);
   if (mount("tmpfs", where.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
     *error = "mount(tmpfs, " + where + ", \"" + opts + "\"): " + strerror(errno);
     return false;
@@ -129,7 +130,8 @@ bool MakeDev(const std::string& root, std::string* error) {
                             {"/proc/self/fd/1", "stdout"},
                             {"/proc/self/fd/2", "stderr"}};
   for (auto& l : links) {
-    if (symlink(l[0], (dev + "/" + l[1]).c_str()) != 0) return Fail(error, "symlink /dev/" + std::string(l[1]));
+    if (symlink(l[0], (dev + "/" + l[1]).c_str()) != 0)
+      return Fail(error, "symlink /dev/" + std::string(l[1]));
   }
   if (mkdir((dev + "/shm").c_str(), 01777) != 0) return Fail(error, "mkdir /dev/shm");
   if (mount(nullptr, dev.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
@@ -201,21 +203,24 @@ bool MountRunProc(std::string* error) {
     return Fail(error, "mount(proc, /proc)");
   }
   // What the kernel tells about the host, as Docker masks it.
-  for (const char* f : {"/proc/cmdline", "/proc/kcore", "/proc/keys", "/proc/timer_list",
-                        "/proc/sched_debug", "/proc/kallsyms", "/proc/modules", "/proc/config.gz",
-                        "/proc/vmallocinfo", "/proc/iomem", "/proc/ioports", "/proc/partitions",
-                        "/proc/diskstats", "/proc/swaps", "/proc/mtrr", "/proc/buddyinfo",
-                        "/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/slabinfo", "/proc/schedstat",
-                        "/proc/devices", "/proc/misc", "/proc/consoles", "/proc/crypto"}) {
+  for (const char* f :
+       {"/proc/cmdline",      "/proc/kcore",    "/proc/keys",     "/proc/timer_list",
+        "/proc/sched_debug",  "/proc/kallsyms", "/proc/modules",  "/proc/config.gz",
+        "/proc/vmallocinfo",  "/proc/iomem",    "/proc/ioports",  "/proc/partitions",
+        "/proc/diskstats",    "/proc/swaps",    "/proc/mtrr",     "/proc/buddyinfo",
+        "/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/slabinfo", "/proc/schedstat",
+        "/proc/devices",      "/proc/misc",     "/proc/consoles", "/proc/crypto"}) {
     struct stat st;
     if (stat(f, &st) != 0) continue;
-    if (mount("/dev/null", f, nullptr, MS_BIND, nullptr) != 0) return Fail(error, std::string("mask ") + f);
+    if (mount("/dev/null", f, nullptr, MS_BIND, nullptr) != 0)
+      return Fail(error, std::string("mask ") + f);
   }
   for (const char* d : {"/proc/sys", "/proc/sysvipc", "/proc/scsi", "/proc/acpi", "/proc/bus",
                         "/proc/fs", "/proc/irq", "/proc/driver", "/proc/tty"}) {
     struct stat st;
     if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if (mount("tmpfs", d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0) {
+    if (mount("tmpfs", d, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=4k,mode=0555") != 0) {
       return Fail(error, std::string("mask ") + d);
     }
   }
@@ -226,7 +231,8 @@ bool ApplyInRunner(bool mount_ns, const RunLimits& limits, RunMounts* mounts, st
   if (!mount_ns) return true;
   if (!MountTmpfs("/tmp", limits.disk_bytes, "1777", limits, error)) return false;
   struct stat st;
-  if (stat("/dev/shm", &st) == 0 && !MountTmpfs("/dev/shm", limits.scratch_bytes, "1777", limits, error)) {
+  if (stat("/dev/shm", &st) == 0 &&
+      !MountTmpfs("/dev/shm", limits.scratch_bytes, "1777", limits, error)) {
     return false;
   }
   mounts->private_tmp = true;

@@ -17,10 +17,10 @@ namespace {
 // Debian's kernel headers predate the newer ABIs: the values are the
 // kernel's UAPI and never change.
 constexpr uint64_t kFsV1 = (1ULL << 13) - 1;  // EXECUTE .. MAKE_SYM
-constexpr uint64_t kFsRefer = 1ULL << 13;      // ABI 2
-constexpr uint64_t kFsTruncate = 1ULL << 14;   // ABI 3
-constexpr uint64_t kFsIoctlDev = 1ULL << 15;   // ABI 5
-constexpr uint64_t kNetBindTcp = 1ULL << 0;    // ABI 4
+constexpr uint64_t kFsRefer = 1ULL << 13;     // ABI 2
+constexpr uint64_t kFsTruncate = 1ULL << 14;  // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;  // ABI 5
+constexpr uint64_t kNetBindTcp = 1ULL << 0;   // ABI 4
 constexpr uint64_t kNetConnectTcp = 1ULL << 1;
 constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;  // ABI 6
 constexpr uint64_t kScopeSignal = 1ULL << 1;
@@ -111,8 +111,8 @@ bool Apply(int abi, const Rules& rules, std::string* error) {
     ok = ok && AddPath(ruleset, dir, LANDLOCK_ACCESS_FS_READ_DIR, error);
   }
   for (const auto& dir : rules.writable) ok = ok && AddPath(ruleset, dir, fs, error);
-  uint64_t device_rw = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-                       (abi >= 3 ? kFsTruncate : 0);
+  uint64_t device_rw =
+      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? kFsTruncate : 0);
   for (const auto& dev : rules.devices) ok = ok && AddPath(ruleset, dev, device_rw, error);
   if (ok && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
     *error = std::string("landlock_restrict_self: ") + strerror(errno);

@@ -14,8 +14,8 @@ namespace mcpexec::sandbox::landlock {
 int ProbeAbi();
 
 struct Rules {
-  std::vector<std::string> writable;   // full access below these
-  std::vector<std::string> devices;    // read+write of these files (e.g. /dev/null)
+  std::vector<std::string> writable;          // full access below these
+  std::vector<std::string> devices;           // read+write of these files (e.g. /dev/null)
   std::vector<std::string> readable = {"/"};  // read and execute below these; nothing else
   std::vector<std::string> listable;          // directories below these may be listed
 };

@@ -21,7 +21,7 @@ struct LayerStatus {
 // The limits every run gets; fixed at start (config), passed to the zygote.
 struct RunLimits {
   int64_t memory_bytes = 512ll << 20;
-  int64_t disk_bytes = 256ll << 20;  // workdir size / largest file
+  int64_t disk_bytes = 256ll << 20;    // workdir size / largest file
   int64_t scratch_bytes = 64ll << 20;  // private /tmp and /dev/shm each
   int64_t max_processes = 256;
   int64_t max_open_files = 1024;

@@ -14,7 +14,8 @@ namespace {
 bool Set(int resource, const char* name, rlim_t value, std::string* error) {
   rlimit rl{value, value};
   if (setrlimit(resource, &rl) != 0) {
-    *error = std::string("setrlimit(") + name + ", " + std::to_string(value) + "): " + strerror(errno);
+    *error =
+        std::string("setrlimit(") + name + ", " + std::to_string(value) + "): " + strerror(errno);
     return false;
   }
   return true;

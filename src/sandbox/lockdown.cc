@@ -2,8 +2,8 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <string.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
@@ -21,12 +21,19 @@ namespace mcpexec::sandbox {
 namespace {
 
 // Exit codes of the probe child.
-enum Probe { kProbeOk = 0, kProbeNoNewPrivs = 2, kProbeLandlock = 3, kProbeSeccomp = 4, kProbeSocket = 5 };
+enum Probe {
+  kProbeOk = 0,
+  kProbeNoNewPrivs = 2,
+  kProbeLandlock = 3,
+  kProbeSeccomp = 4,
+  kProbeSocket = 5
+};
 
 int RunProbe(const Sandbox& sb) {
   std::string error;
   if (!credentials::ApplyNoNewPrivs(&error)) return kProbeNoNewPrivs;
-  if (sb.landlock_abi > 0 && !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}, {"/"}, {}}, &error)) {
+  if (sb.landlock_abi > 0 &&
+      !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}, {"/"}, {}}, &error)) {
     return kProbeLandlock;
   }
   if (!seccomp_policy::Apply(sb.seccomp_program, &error)) return kProbeSeccomp;
@@ -51,7 +58,8 @@ void PrepareEarly(Sandbox* sb) {
   if (code == kProbeLandlock) {
     sb->landlock_abi = 0;  // announced, but refused: treat as absent
   } else if (code == kProbeSeccomp) {
-    sb->seccomp_error = "the kernel refused the filter (prctl(PR_SET_SECCOMP)); CONFIG_SECCOMP_FILTER?";
+    sb->seccomp_error =
+        "the kernel refused the filter (prctl(PR_SET_SECCOMP)); CONFIG_SECCOMP_FILTER?";
     return;
   } else if (code == kProbeSocket) {
     sb->seccomp_error = "a probe under the filter could still create an AF_INET socket";
@@ -100,7 +108,8 @@ std::vector<std::string> ReadableByRuns(const Sandbox& sb) {
 void PrepareLate(Sandbox* sb) {
   if (sb->ns_flags & CLONE_NEWNS) {
     sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
-    if (sb->readonly_root) sb->minimal_root = filesystem::PrepareMinimalRoot(&sb->minimal_root_error);
+    if (sb->readonly_root)
+      sb->minimal_root = filesystem::PrepareMinimalRoot(&sb->minimal_root_error);
     // Never a view half made: the zygote reports it and the supervisor
     // starts it again with fewer namespaces.
     if (!sb->minimal_root) sb->readonly_root = false, sb->readonly_error = sb->minimal_root_error;
@@ -123,12 +132,13 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   std::vector<LayerStatus> layers;
   namespaces::Report(sb.ns_flags, sb.run_pidns, sb.run_netns, &layers);
   layers.push_back({"filesystem_readonly", sb.readonly_root, false,
-                    sb.readonly_by_host ? "/ is read-only (the host's doing, e.g. docker --read-only)"
-                    : sb.readonly_root  ? "a minimal root, all read-only: the system's /usr, /bin, "
-                                          "/sbin, /lib*, /etc (no machine-id), /proc and a private "
-                                          "/dev; nothing else of the host; runs write only in "
-                                          "size-capped tmpfs"
-                                        : "mounts stay as the host has them: " + sb.readonly_error,
+                    sb.readonly_by_host
+                        ? "/ is read-only (the host's doing, e.g. docker --read-only)"
+                    : sb.readonly_root ? "a minimal root, all read-only: the system's /usr, /bin, "
+                                         "/sbin, /lib*, /etc (no machine-id), /proc and a private "
+                                         "/dev; nothing else of the host; runs write only in "
+                                         "size-capped tmpfs"
+                                       : "mounts stay as the host has them: " + sb.readonly_error,
                     sb.readonly_root ? "" : "needs a mount namespace (see mount_namespace)"});
   bool root = geteuid() == 0;
   layers.push_back({"credentials", true, false,
@@ -136,13 +146,15 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
                                " with no supplementary groups"
                          : "runs keep the server's uid " + std::to_string(getuid()) + " (not root)",
                     ""});
-  layers.push_back({"capabilities", true, false, "all dropped, bounding and ambient sets included", ""});
+  layers.push_back(
+      {"capabilities", true, false, "all dropped, bounding and ambient sets included", ""});
   layers.push_back({"no_new_privs", true, false, "set before Landlock and seccomp", ""});
   layers.push_back({"rlimits", true, false,
                     "address space +" + std::to_string(sb.limits.memory_bytes >> 20) +
                         " MiB, files " + std::to_string(sb.limits.disk_bytes >> 20) + " MiB, " +
                         std::to_string(sb.limits.max_processes) + " processes per uid, " +
-                        std::to_string(sb.limits.max_open_files) + " open files, cpu = timeout + 5 s",
+                        std::to_string(sb.limits.max_open_files) +
+                        " open files, cpu = timeout + 5 s",
                     ""});
   layers.push_back(cgroups::Report(sb.cgroups, sb.limits));
   std::string abi = std::to_string(sb.landlock_abi);
@@ -150,8 +162,9 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
       {"landlock", sb.landlock_abi > 0, false,
        sb.landlock_abi > 0
            ? "ABI " + abi + ": reads only the system's folders (" +
-                 (sb.run_pidns ? std::string("/proc: the run's own")
-                               : std::string("/proc: the run's own process and a few system files")) +
+                 (sb.run_pidns
+                      ? std::string("/proc: the run's own")
+                      : std::string("/proc: the run's own process and a few system files")) +
                  "), writes only in the run's directories" +
                  (sb.landlock_abi >= 4 ? ", no TCP bind/connect" : "") +
                  (sb.landlock_abi >= 6 ? ", signals and abstract unix sockets scoped to the run"
@@ -163,12 +176,14 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
                                     "no memfd, SysV shm or inotify; nice and CPU affinity of the "
                                     "caller itself only"
                                   : sb.seccomp_error,
-                    sb.seccomp_ok ? "" : "a kernel with CONFIG_SECCOMP_FILTER; in a container, do not "
-                                         "run with a profile that forbids seccomp()"});
+                    sb.seccomp_ok ? ""
+                                  : "a kernel with CONFIG_SECCOMP_FILTER; in a container, do not "
+                                    "run with a profile that forbids seccomp()"});
   layers.push_back({"network", sb.seccomp_ok, true,
-                    sb.seccomp_ok ? std::string("socket() of every family but AF_UNIX is denied") +
-                                        ((sb.ns_flags & CLONE_NEWNET) ? "; no interfaces either" : "")
-                                  : "cannot be enforced without seccomp",
+                    sb.seccomp_ok
+                        ? std::string("socket() of every family but AF_UNIX is denied") +
+                              ((sb.ns_flags & CLONE_NEWNET) ? "; no interfaces either" : "")
+                        : "cannot be enforced without seccomp",
                     sb.seccomp_ok ? "" : "see seccomp"});
   return layers;
 }
@@ -182,7 +197,8 @@ bool Seal(const Sandbox& sb, const std::string& workdir, std::string* error) {
     // so that multiprocessing's semaphores work (SECURITY.md: the server
     // purges what runs leave there).
     rules.writable = {workdir, "/dev/shm"};
-    for (const char* dev : filesystem::kDevices) rules.devices.push_back(std::string("/dev/") + dev);
+    for (const char* dev : filesystem::kDevices)
+      rules.devices.push_back(std::string("/dev/") + dev);
     rules.readable = sb.readable;
     // In the minimal root there is nothing but system folders to list.
     // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds

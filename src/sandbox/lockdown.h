@@ -22,8 +22,8 @@ struct Sandbox {
   bool readonly_by_host = false;  // no mount namespace, but / is read-only anyway
   bool minimal_root = false;      // the zygote's root holds only the system folders
   std::string minimal_root_error;
-  bool run_pidns = false;         // every runner is pid 2 of a pid namespace of its own
-  bool run_netns = false;         // and has a network namespace of its own
+  bool run_pidns = false;             // every runner is pid 2 of a pid namespace of its own
+  bool run_netns = false;             // and has a network namespace of its own
   std::vector<std::string> readable;  // what Landlock lets a run read (PrepareLate)
   cgroups::Delegation cgroups;        // where runs get a cgroup of their own
   std::string readonly_error;

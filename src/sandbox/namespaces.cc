@@ -23,7 +23,7 @@ struct Name {
   int flag;
   const char* name;
 };
-constexpr Name kNames[] = {{CLONE_NEWUSER, "user"}, {CLONE_NEWPID, "pid"},  {CLONE_NEWNET, "net"},
+constexpr Name kNames[] = {{CLONE_NEWUSER, "user"}, {CLONE_NEWPID, "pid"}, {CLONE_NEWNET, "net"},
                            {CLONE_NEWNS, "mount"},  {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"}};
 
 bool WriteFile(const char* path, const char* text, std::string* error) {
@@ -178,29 +178,33 @@ void Report(int flags, bool run_pidns, bool run_netns, std::vector<LayerStatus>*
                      : geteuid() == 0        ? "not needed: running as root"
                                              : "none",
                      (flags & CLONE_NEWUSER) || geteuid() == 0 ? "" : fix});
-  layers->push_back({"pid_namespace", (flags & CLONE_NEWPID) != 0, false,
-                     !(flags & CLONE_NEWPID) ? "runs share the host's pid namespace (seccomp keeps "
-                                               "renice and CPU pinning to the caller; Landlock lets "
-                                               "a run read only its own /proc entries)"
-                     : run_pidns ? "each run has a pid namespace (and /proc) of its own: it sees and "
-                                   "touches only its own processes; the supervisor and other runs "
-                                   "are invisible"
-                                 : "runs live in the zygote's pid namespace: the supervisor is invisible",
-                     (flags & CLONE_NEWPID) ? "" : fix});
+  layers->push_back(
+      {"pid_namespace", (flags & CLONE_NEWPID) != 0, false,
+       !(flags & CLONE_NEWPID) ? "runs share the host's pid namespace (seccomp keeps "
+                                 "renice and CPU pinning to the caller; Landlock lets "
+                                 "a run read only its own /proc entries)"
+       : run_pidns             ? "each run has a pid namespace (and /proc) of its own: it sees and "
+                                 "touches only its own processes; the supervisor and other runs "
+                                 "are invisible"
+                   : "runs live in the zygote's pid namespace: the supervisor is invisible",
+       (flags & CLONE_NEWPID) ? "" : fix});
   layers->push_back({"network_namespace", (flags & CLONE_NEWNET) != 0, false,
-                     !(flags & CLONE_NEWNET) ? "host network namespace (seccomp still denies sockets)"
+                     !(flags & CLONE_NEWNET)
+                         ? "host network namespace (seccomp still denies sockets)"
                      : run_netns ? "one per run, with no interface but a downed loopback: abstract "
                                    "unix socket names and /proc/net are the run's own"
                                  : "no interface but a downed loopback",
                      (flags & CLONE_NEWNET) ? "" : fix});
   layers->push_back({"mount_namespace", (flags & CLONE_NEWNS) != 0, false,
-                     (flags & CLONE_NEWNS) ? "one per run: a fresh size-capped tmpfs /tmp (the working "
-                                             "directory) and /dev/shm, and a private /dev (null, "
-                                             "zero, full, random, urandom; no ptys)"
-                                           : "runs see the host's mounts",
+                     (flags & CLONE_NEWNS)
+                         ? "one per run: a fresh size-capped tmpfs /tmp (the working "
+                           "directory) and /dev/shm, and a private /dev (null, "
+                           "zero, full, random, urandom; no ptys)"
+                         : "runs see the host's mounts",
                      (flags & CLONE_NEWNS) ? "" : fix});
   layers->push_back({"ipc_namespace", (flags & CLONE_NEWIPC) != 0, false,
-                     (flags & CLONE_NEWIPC) ? "one per run" : "shared", (flags & CLONE_NEWIPC) ? "" : fix});
+                     (flags & CLONE_NEWIPC) ? "one per run" : "shared",
+                     (flags & CLONE_NEWIPC) ? "" : fix});
 }
 
 }  // namespace mcpexec::sandbox::namespaces

@@ -16,9 +16,9 @@
 namespace mcpexec::sandbox::namespaces {
 
 // Supervisor: clone()s with these CLONE_NEW* flags and execs path, with
-// fds[0..nfds) as fds 3, 4, ... (a -1 leaves its number closed) and /dev/null on 0 and 1. Async-signal-safe between clone
-// and exec, so it may be called from a threaded process. -1 (errno) when the
-// host refuses the flags.
+// fds[0..nfds) as fds 3, 4, ... (a -1 leaves its number closed) and /dev/null on 0 and 1.
+// Async-signal-safe between clone and exec, so it may be called from a threaded process. -1 (errno)
+// when the host refuses the flags.
 pid_t SpawnWithFlags(int flags, const char* path, char* const argv[], char* const envp[],
                      const int* fds, int nfds);
 

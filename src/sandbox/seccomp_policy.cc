@@ -241,7 +241,8 @@ constexpr Rule kRules[] = {
     {"setsockopt", Act::kAllow, "AF_UNIX only"},
     {"getsockopt", Act::kAllow, "AF_UNIX only"},
     // --- fallbacks exist: say "not implemented" ---
-    {"clone3", Act::kEnosys, "glibc falls back to clone, whose flags we can inspect (EPERM would break threads)"},
+    {"clone3", Act::kEnosys,
+     "glibc falls back to clone, whose flags we can inspect (EPERM would break threads)"},
     {"io_uring_setup", Act::kEnosys, "a large kernel surface; callers fall back to plain I/O"},
     {"io_uring_enter", Act::kEnosys, "see io_uring_setup"},
     {"io_uring_register", Act::kEnosys, "see io_uring_setup"},
@@ -291,9 +292,9 @@ struct Ioctl {
   const char* name;
 };
 constexpr Ioctl kIoctls[] = {
-    {0x5401, "TCGETS (isatty)"},      {0x5413, "TIOCGWINSZ (terminal size)"},
-    {0x541B, "FIONREAD"},             {0x5421, "FIONBIO"},
-    {0x5451, "FIOCLEX"},              {0x5450, "FIONCLEX"},
+    {0x5401, "TCGETS (isatty)"}, {0x5413, "TIOCGWINSZ (terminal size)"},
+    {0x541B, "FIONREAD"},        {0x5421, "FIONBIO"},
+    {0x5451, "FIOCLEX"},         {0x5450, "FIONCLEX"},
 };
 
 // prctl options that are harmless and used by runtimes.
@@ -317,27 +318,33 @@ constexpr Prctl kPrctls[] = {
 
 uint32_t ToLibseccomp(Act act) {
   switch (act) {
-    case Act::kAllow: return SCMP_ACT_ALLOW;
-    case Act::kErrno: return SCMP_ACT_ERRNO(EPERM);
-    case Act::kEnosys: return SCMP_ACT_ERRNO(ENOSYS);
-    case Act::kKill: return SCMP_ACT_KILL_PROCESS;
+    case Act::kAllow:
+      return SCMP_ACT_ALLOW;
+    case Act::kErrno:
+      return SCMP_ACT_ERRNO(EPERM);
+    case Act::kEnosys:
+      return SCMP_ACT_ERRNO(ENOSYS);
+    case Act::kKill:
+      return SCMP_ACT_KILL_PROCESS;
   }
   return SCMP_ACT_ERRNO(EPERM);
 }
 
 const char* ActName(Act act) {
   switch (act) {
-    case Act::kAllow: return "allow";
-    case Act::kErrno: return "errno EPERM";
-    case Act::kEnosys: return "errno ENOSYS";
-    case Act::kKill: return "kill";
+    case Act::kAllow:
+      return "allow";
+    case Act::kErrno:
+      return "errno EPERM";
+    case Act::kEnosys:
+      return "errno ENOSYS";
+    case Act::kKill:
+      return "kill";
   }
   return "?";
 }
 
-std::string Failed(const char* what, int rc) {
-  return std::string(what) + ": " + strerror(-rc);
-}
+std::string Failed(const char* what, int rc) { return std::string(what) + ": " + strerror(-rc); }
 
 bool Build(scmp_filter_ctx ctx, std::string* error) {
   int rc;
@@ -370,7 +377,8 @@ bool Build(scmp_filter_ctx ctx, std::string* error) {
   // the network stays off even where no network namespace could be made.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
   if (rc < 0) return *error = Failed("seccomp_rule_add(socket)", rc), false;
-  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+  rc =
+      seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
   if (rc < 0) return *error = Failed("seccomp_rule_add(socketpair)", rc), false;
   // mknod: FIFOs only (os.mkfifo); device nodes never.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mknod), 1,
@@ -389,7 +397,8 @@ bool Build(scmp_filter_ctx ctx, std::string* error) {
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 2,
                         SCMP_A0(SCMP_CMP_EQ, PRIO_PROCESS), SCMP_A1(SCMP_CMP_EQ, 0));
   if (rc < 0) return *error = Failed("seccomp_rule_add(setpriority)", rc), false;
-  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_setaffinity), 1, SCMP_A0(SCMP_CMP_EQ, 0));
+  rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_setaffinity), 1,
+                        SCMP_A0(SCMP_CMP_EQ, 0));
   if (rc < 0) return *error = Failed("seccomp_rule_add(sched_setaffinity)", rc), false;
   // personality: the query form only (0xffffffff); no execution domains.
   rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
@@ -449,12 +458,14 @@ std::vector<RuleDoc> Describe() {
   for (const Rule& r : kRules) out.push_back({r.name, ActName(r.act), r.why});
   out.push_back({"clone", "allow if no namespace flag", "threads, fork, vfork"});
   for (const Ioctl& i : kIoctls) out.push_back({"ioctl", std::string("allow ") + i.name, "libc"});
-  for (const Prctl& p : kPrctls) out.push_back({"prctl", std::string("allow ") + p.name, "runtimes"});
+  for (const Prctl& p : kPrctls)
+    out.push_back({"prctl", std::string("allow ") + p.name, "runtimes"});
   out.push_back({"socket", "allow AF_UNIX only", "no family that reaches a network"});
   out.push_back({"socketpair", "allow AF_UNIX only", "multiprocessing, asyncio"});
   out.push_back({"mknod, mknodat", "allow S_IFIFO only", "os.mkfifo; never device nodes"});
   out.push_back({"prlimit64", "allow on self (pid 0) only", "glibc get/setrlimit"});
-  out.push_back({"setpriority", "allow PRIO_PROCESS of self (0) only", "os.nice; never another run"});
+  out.push_back(
+      {"setpriority", "allow PRIO_PROCESS of self (0) only", "os.nice; never another run"});
   out.push_back({"sched_setaffinity", "allow on self (pid 0) only", "never another run's CPUs"});
   out.push_back({"personality", "allow the query only", "no execution domains"});
   out.push_back({"(anything else)", "errno EPERM", "default deny"});

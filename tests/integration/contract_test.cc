@@ -31,16 +31,19 @@ TEST_F(ContractTest, ValidationOrderAndMessages) {
   // code first, even with other faults present
   EXPECT_EQ(ToolErrorText(s().Call({{"code", ""}, {"bogus", 1}, {"timeout_s", "x"}})),
             "code must not be empty");
-  EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"bogus", 1}})).find("bogus"), std::string::npos);
+  EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"bogus", 1}})).find("bogus"),
+            std::string::npos);
   EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"timeout_s", "5"}})).find("timeout_s"),
             std::string::npos);
   EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"timeout_s", 2.5}})).find("timeout_s"),
             std::string::npos);
-  EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"stdin", 3}})).find("stdin"), std::string::npos);
-  // types before the stdin size
-  EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"stdin", std::string(50, 'x')}, {"timeout_s", "5"}}))
-                .find("timeout_s"),
+  EXPECT_NE(ToolErrorText(s().Call({{"code", "1"}, {"stdin", 3}})).find("stdin"),
             std::string::npos);
+  // types before the stdin size
+  EXPECT_NE(
+      ToolErrorText(s().Call({{"code", "1"}, {"stdin", std::string(50, 'x')}, {"timeout_s", "5"}}))
+          .find("timeout_s"),
+      std::string::npos);
   EXPECT_EQ(s().Exec("print('ok')", {{"timeout_s", 5.0}})["stdout"], "ok\n");
 }
 
@@ -48,11 +51,13 @@ TEST_F(ContractTest, StdinCapIsInBytesAndExactlyTheCapIsAccepted) {
   Start({{"MCP_EXEC_MAX_STDIN_BYTES", "10"}});
   EXPECT_EQ(ToolErrorText(s().Call({{"code", "1"}, {"stdin", std::string(11, 'a')}})),
             "stdin exceeds limit of 10 bytes");
-  EXPECT_EQ(s().Exec("import sys; print(len(sys.stdin.read()))", {{"stdin", std::string(10, 'a')}})["stdout"],
+  EXPECT_EQ(s().Exec("import sys; print(len(sys.stdin.read()))",
+                     {{"stdin", std::string(10, 'a')}})["stdout"],
             "10\n");
   std::string six_e;  // 6 characters, 12 bytes
   for (int i = 0; i < 6; ++i) six_e += "\xC3\xA9";
-  EXPECT_EQ(ToolErrorText(s().Call({{"code", "1"}, {"stdin", six_e}})), "stdin exceeds limit of 10 bytes");
+  EXPECT_EQ(ToolErrorText(s().Call({{"code", "1"}, {"stdin", six_e}})),
+            "stdin exceeds limit of 10 bytes");
 }
 
 TEST_F(ContractTest, TimeoutIsClampedNeverRejected) {
@@ -86,8 +91,9 @@ TEST_F(ContractTest, OneOutputBudgetSharedByBothStreams) {
   EXPECT_EQ(r["stdout"], std::string(10, 'x'));
   EXPECT_TRUE(r["truncated"]) << "one byte more is";
   // 6 bytes on stdout, then 5 on stderr: one budget, consumed in arrival order.
-  r = s().Exec("import sys, time\nsys.stdout.write('o' * 6); sys.stdout.flush(); time.sleep(0.2)\n"
-               "sys.stderr.write('e' * 5); sys.stderr.flush()");
+  r = s().Exec(
+      "import sys, time\nsys.stdout.write('o' * 6); sys.stdout.flush(); time.sleep(0.2)\n"
+      "sys.stderr.write('e' * 5); sys.stderr.flush()");
   EXPECT_EQ(r["stdout"], "oooooo");
   EXPECT_EQ(r["stderr"], "eeee");
   EXPECT_TRUE(r["truncated"]);
@@ -111,7 +117,9 @@ TEST_F(ContractTest, InvalidUtf8BecomesOneReplacementPerRun) {
 TEST_F(ContractTest, InvalidUtf8OkBad) {
   Start();
   json r = s().Exec("import sys; sys.stdout.buffer.write(b'ok\\xff\\xfebad')");
-  EXPECT_EQ(r["stdout"], "ok\xEF\xBF\xBD" "bad");
+  EXPECT_EQ(r["stdout"],
+            "ok\xEF\xBF\xBD"
+            "bad");
 }
 
 TEST_F(ContractTest, ExitCodesAreNormalResults) {
@@ -123,7 +131,8 @@ TEST_F(ContractTest, ExitCodesAreNormalResults) {
   EXPECT_EQ(r["stderr"], "bye\n");
   r = s().Exec("def f():\n    raise ValueError('boom')\nf()");
   EXPECT_EQ(r["exit_code"], 1);
-  EXPECT_NE(r["stderr"].get<std::string>().find("File \"main.py\", line 3, in <module>"), std::string::npos)
+  EXPECT_NE(r["stderr"].get<std::string>().find("File \"main.py\", line 3, in <module>"),
+            std::string::npos)
       << r["stderr"];
   EXPECT_NE(r["stderr"].get<std::string>().find("raise ValueError('boom')"), std::string::npos)
       << "the caller's source line is shown";
@@ -172,10 +181,12 @@ TEST_F(ContractTest, FreshPrivateWorkdirEachRunRemovedAfterwards) {
     if (p) pclose(p);
     return left;
   };
-  json a = s().Exec("import os\nopen('left.txt', 'w').write('x')\nos.mkdir('d')\nprint(sorted(os.listdir('.')))");
+  json a = s().Exec(
+      "import os\nopen('left.txt', 'w').write('x')\nos.mkdir('d')\nprint(sorted(os.listdir('.')))");
   EXPECT_EQ(a["stdout"], "['d', 'left.txt']\n");
-  json b = s().Exec("import os, tempfile\nprint(sorted(os.listdir('.')), os.access('.', os.W_OK))\n"
-                    "print(os.environ['HOME'] == os.getcwd() == tempfile.gettempdir())");
+  json b = s().Exec(
+      "import os, tempfile\nprint(sorted(os.listdir('.')), os.access('.', os.W_OK))\n"
+      "print(os.environ['HOME'] == os.getcwd() == tempfile.gettempdir())");
   EXPECT_EQ(b["stdout"], "[] True\nTrue\n") << "nothing of the last run is visible";
   EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000));
   json t = s().Exec("import time\nopen('f', 'w')\nprint('started', flush=True)\ntime.sleep(60)",
@@ -190,18 +201,25 @@ TEST_F(ContractTest, FreshPrivateWorkdirEachRunRemovedAfterwards) {
 TEST_F(ContractTest, DeadlineKillsTheWholeTreeIncludingSetsidChildren) {
   Start();
   std::string m1 = "4000." + Marker(""), m2 = "4001." + Marker(""), m3 = "4002." + Marker("");
-  json r = s().Exec("import os, subprocess, time\n"
-                    "subprocess.Popen(['sleep', '" + m1 + "'], start_new_session=True)\n"
-                    "subprocess.Popen(['sleep', '" + m2 + "'])\n"
-                    "if os.fork() == 0:\n"
-                    "    os.setsid()\n"
-                    "    if os.fork() == 0:\n"
-                    "        os.execvp('sleep', ['sleep', '" + m3 + "'])\n"
-                    "    os._exit(0)\n"
-                    "time.sleep(1)\n"
-                    "print('children started', flush=True)\n"
-                    "time.sleep(100)\n",
-                    {{"timeout_s", 2}});
+  json r = s().Exec(
+      "import os, subprocess, time\n"
+      "subprocess.Popen(['sleep', '" +
+          m1 +
+          "'], start_new_session=True)\n"
+          "subprocess.Popen(['sleep', '" +
+          m2 +
+          "'])\n"
+          "if os.fork() == 0:\n"
+          "    os.setsid()\n"
+          "    if os.fork() == 0:\n"
+          "        os.execvp('sleep', ['sleep', '" +
+          m3 +
+          "'])\n"
+          "    os._exit(0)\n"
+          "time.sleep(1)\n"
+          "print('children started', flush=True)\n"
+          "time.sleep(100)\n",
+      {{"timeout_s", 2}});
   EXPECT_TRUE(r["timed_out"]);
   EXPECT_EQ(r["exit_code"], -1);
   EXPECT_EQ(r["stdout"], "children started\n");
@@ -233,7 +251,8 @@ TEST_F(ContractTest, EveryRunGetsFreshRandomness) {
 
 TEST_F(ContractTest, EnvironmentHoldsNothingOfTheServers) {
   Start({{"MCP_EXEC_AUTH_TOKEN", "tok-4f1c9a"}, {"SERVER_SECRET", "sec-77d2"}});
-  json r = s().Exec("import os\nprint(sorted(os.environ))\nprint(open('/proc/self/environ','rb').read())");
+  json r = s().Exec(
+      "import os\nprint(sorted(os.environ))\nprint(open('/proc/self/environ','rb').read())");
   std::string out = r["stdout"];
   EXPECT_EQ(out.find("tok-4f1c9a"), std::string::npos);
   EXPECT_EQ(out.find("sec-77d2"), std::string::npos);

@@ -27,7 +27,7 @@ struct Case {
   std::string stdin_data;
   int timeout_s = 20;
   int runs = 1;
-  std::string prelude;  // tests/escape/_prelude_<name>.py goes in front
+  std::string prelude;    // tests/escape/_prelude_<name>.py goes in front
   bool distinct = false;  // lines starting "DISTINCT " must differ between repeats
   std::string skip_why;   // why the other postures cannot have the layer
 };
@@ -130,7 +130,8 @@ bool OnlyIdleSpares(const ServerProcess& s) {
 TEST_P(EscapeTest, Snippet) {
   const Param& p = GetParam();
   Case c = LoadCase(p.file);
-  if (!c.posture.empty() && (" " + c.posture + " ").find(" " + p.posture + " ") == std::string::npos) {
+  if (!c.posture.empty() &&
+      (" " + c.posture + " ").find(" " + p.posture + " ") == std::string::npos) {
     GTEST_SKIP() << c.name << " applies to the postures: " << c.posture
                  << (c.skip_why.empty() ? "" : " (" + c.skip_why + ")");
   }
@@ -162,7 +163,8 @@ TEST_P(EscapeTest, Snippet) {
       while (std::getline(lines, line)) {
         if (line.rfind("DISTINCT ", 0) != 0) continue;
         ++seen;
-        EXPECT_TRUE(distinct_lines.insert(line).second) << "an earlier run printed the same: " << line;
+        EXPECT_TRUE(distinct_lines.insert(line).second)
+            << "an earlier run printed the same: " << line;
       }
       EXPECT_GT(seen, 0) << report;
     }

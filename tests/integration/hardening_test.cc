@@ -91,7 +91,8 @@ TEST(StatusChannelTest, TheExitStatusComesFromTheWaitStatus) {
   ServerProcess s;
   s.Initialize();
   // A report claiming status 0, then exit 7: the answer says 7.
-  json r = s.Exec("import os, struct\nos.write(1000, struct.pack('iiii', 0, 0, 0, 0))\nos._exit(7)");
+  json r =
+      s.Exec("import os, struct\nos.write(1000, struct.pack('iiii', 0, 0, 0, 0))\nos._exit(7)");
   EXPECT_EQ(r["exit_code"], 7) << r.dump();
   // A forged memory note on a run that exits 0 is not believed.
   r = s.Exec("import os, struct\nos.write(1000, struct.pack('II', 0x4d43584e, 1))\nprint('x')");
@@ -127,8 +128,10 @@ TEST(ShutdownTest, SigtermAnswersTheRunningCallWithItsOutputSoFar) {
     s.Initialize();
     json running = s.NextId(), queued = s.NextId();
     std::string m = Marker("4600");
-    s.SendCall(running, {{"code", "import subprocess\nprint('so far', flush=True)\n"
-                                  "subprocess.run(['sleep', '" + m + "'])"}});
+    s.SendCall(running, {{"code",
+                          "import subprocess\nprint('so far', flush=True)\n"
+                          "subprocess.run(['sleep', '" +
+                              m + "'])"}});
     ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(m).empty(); }, 20000));
     s.SendCall(queued, {{"code", "print('never')"}});
     usleep(200000);
@@ -230,7 +233,8 @@ TEST(ValidationTest, UnicodeWhitespaceIsEmptyAndNullIsAWrongType) {
 TEST(FreshSecretsTest, MultiprocessingAuthkeyDiffersInEveryRun) {
   ServerProcess s;
   s.Initialize();
-  std::string code = "import multiprocessing\nprint(multiprocessing.current_process().authkey.hex())";
+  std::string code =
+      "import multiprocessing\nprint(multiprocessing.current_process().authkey.hex())";
   std::string a = s.Exec(code)["stdout"], b = s.Exec(code)["stdout"];
   EXPECT_EQ(a.size(), 65u) << a;
   EXPECT_NE(a, b);
@@ -250,8 +254,9 @@ std::string RunCgroupParent(ServerProcess& s, std::string* detail) {
   for (size_t at = 0; (at = err.find("\"event\":\"sandbox\"", at)) != std::string::npos; ++at) {
     size_t start = err.rfind('\n', at);
     size_t end = err.find('\n', at);
-    json line = json::parse(err.substr(start == std::string::npos ? 0 : start + 1,
-                                       end == std::string::npos ? std::string::npos : end - start - 1));
+    json line =
+        json::parse(err.substr(start == std::string::npos ? 0 : start + 1,
+                               end == std::string::npos ? std::string::npos : end - start - 1));
     for (const json& l : line["layers"]) {
       if (l["name"] != "cgroup") continue;
       *detail = l["detail"];
@@ -288,7 +293,8 @@ TEST(CgroupTest, EachRunIsInACgroupOfItsOwnRemovedWithIt) {
     leaf = leaf.substr(0, leaf.find('\n'));
     EXPECT_EQ(leaf[0], 'r') << out;
     // The run's cgroup goes with the run (only the spares' are left).
-    EXPECT_TRUE(WaitUntil([&] { return !IsDir(parent + "/" + leaf); }, 5000)) << parent << "/" << leaf;
+    EXPECT_TRUE(WaitUntil([&] { return !IsDir(parent + "/" + leaf); }, 5000))
+        << parent << "/" << leaf;
     // The limit is the run's memory limit (512 MiB by default).
     std::string probe = s.Exec(
         "import re\n"
@@ -302,7 +308,8 @@ TEST(CgroupTest, EachRunIsInACgroupOfItsOwnRemovedWithIt) {
 }
 
 TEST(DescriptionTest, StatesTheEffectiveDefaultTimeoutAndWarnsAtStart) {
-  ServerProcess s(Env{{"MCP_EXEC_DEFAULT_TIMEOUT_S", "600"}, {"MCP_EXEC_MAX_TIMEOUT_S", "120"},
+  ServerProcess s(Env{{"MCP_EXEC_DEFAULT_TIMEOUT_S", "600"},
+                      {"MCP_EXEC_MAX_TIMEOUT_S", "120"},
                       {"MCP_EXEC_MEMORY_LIMIT_MB", "300"}});
   s.Initialize();
   json tools = s.Request("tools/list", json::object());
@@ -310,7 +317,8 @@ TEST(DescriptionTest, StatesTheEffectiveDefaultTimeoutAndWarnsAtStart) {
   EXPECT_NE(d.find("defaults to 120 s"), std::string::npos) << d;
   EXPECT_EQ(d.find("600"), std::string::npos) << d;
   EXPECT_NE(d.find("memory 300 MiB"), std::string::npos) << d;
-  EXPECT_TRUE(WaitUntil([&] { return s.Stderr().find("config_clamped") != std::string::npos; }, 5000))
+  EXPECT_TRUE(
+      WaitUntil([&] { return s.Stderr().find("config_clamped") != std::string::npos; }, 5000))
       << s.Stderr();
 }
 
@@ -321,10 +329,12 @@ TEST(ConcurrentRunsTest, ARunSeesNoneOfItsNeighboursProcessesOrSocketNames) {
   s.Initialize();
   std::string marker = Marker("4800");
   json neighbour = s.NextId();
-  s.SendCall(neighbour, {{"code", "import socket, subprocess\n"
-                                  "s = socket.socket(socket.AF_UNIX)\n"
-                                  "s.bind(b'\\0mcp-neighbour-name')\n"
-                                  "subprocess.run(['sleep', '" + marker + "'])"},
+  s.SendCall(neighbour, {{"code",
+                          "import socket, subprocess\n"
+                          "s = socket.socket(socket.AF_UNIX)\n"
+                          "s.bind(b'\\0mcp-neighbour-name')\n"
+                          "subprocess.run(['sleep', '" +
+                              marker + "'])"},
                          {"timeout_s", 20}});
   ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
   json r = s.Exec(R"(
@@ -336,7 +346,8 @@ for pid in range(1, 5000):
         continue
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if b")" + marker + R"(" in f.read():
+            if b")" +
+                  marker + R"(" in f.read():
                 seen.append(pid)
     except OSError:
         pass

@@ -99,10 +99,12 @@ class HttpTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(env);
     ASSERT_TRUE(WaitUntil([&] { return Client().Get("/readyz") ? true : false; }, 60000))
         << server_->Stderr();
-    ASSERT_TRUE(WaitUntil([&] {
-      auto r = Client().Get("/readyz");
-      return r && r->status == 200;
-    }, 60000));
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          auto r = Client().Get("/readyz");
+          return r && r->status == 200;
+        },
+        60000));
   }
   httplib::Client Client() {
     httplib::Client c("127.0.0.1", port_);
@@ -157,7 +159,8 @@ class HttpTest : public ::testing::Test {
     EXPECT_EQ(r->status, 200) << r->body;
     std::string sid = r->get_header_value("Mcp-Session-Id");
     EXPECT_FALSE(sid.empty());
-    auto n = Client().Post("/mcp", With(Session(sid)), R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+    auto n = Client().Post("/mcp", With(Session(sid)),
+                           R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
                            "application/json");
     EXPECT_EQ(n ? n->status : 0, 202);
     return sid;
@@ -174,7 +177,9 @@ class HttpTest : public ::testing::Test {
     return json::parse(body.substr(data + 6, body.find('\n', data) - data - 6));
   }
   json Call(const std::string& sid, const std::string& code, int id = 7) {
-    json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+    json req = {{"jsonrpc", "2.0"},
+                {"id", id},
+                {"method", "tools/call"},
                 {"params", {{"name", "exec"}, {"arguments", {{"code", code}}}}}};
     auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
     if (!r || r->status != 200) return json();
@@ -203,31 +208,36 @@ TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
     EXPECT_EQ(r->status, 401) << path;
     EXPECT_EQ(r->body, "unauthorized") << path;
   }
-  auto wrong = bare.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret-tokem"}},
-                         kInit, "application/json");
+  auto wrong = bare.Post(
+      "/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret-tokem"}},
+      kInit, "application/json");
   EXPECT_EQ(wrong->status, 401);
-  auto prefix = bare.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret"}},
-                          kInit, "application/json");
+  auto prefix = bare.Post(
+      "/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret"}}, kInit,
+      "application/json");
   EXPECT_EQ(prefix->status, 401);
   EXPECT_EQ(bare.Get("/healthz")->status, 200);
   EXPECT_EQ(bare.Get("/readyz")->status, 200);
   std::string sid = Initialize();
   EXPECT_EQ(Call(sid, "print(6 * 7)")["result"]["structuredContent"]["stdout"], "42\n");
   // The token is never visible to the code.
-  EXPECT_EQ(Call(sid, "import os; print(sorted(os.environ))")["result"]["structuredContent"]["stdout"]
-                .get<std::string>()
-                .find("AUTH"),
-            std::string::npos);
+  EXPECT_EQ(
+      Call(sid, "import os; print(sorted(os.environ))")["result"]["structuredContent"]["stdout"]
+          .get<std::string>()
+          .find("AUTH"),
+      std::string::npos);
 }
 
 TEST_F(HttpTest, ForeignHostOrOriginIsForbidden) {
   Start();
   auto c = Client();
-  auto r = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Host", "evil.example"}}, kInit,
-                  "application/json");
+  auto r =
+      c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Host", "evil.example"}},
+             kInit, "application/json");
   EXPECT_EQ(r->status, 403);
-  r = c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", "http://evil.example"}}, kInit,
-             "application/json");
+  r = c.Post("/mcp",
+             {{"Accept", "application/json, text/event-stream"}, {"Origin", "http://evil.example"}},
+             kInit, "application/json");
   EXPECT_EQ(r->status, 403);
   r = c.Post("/mcp",
              {{"Accept", "application/json, text/event-stream"},
@@ -240,8 +250,9 @@ TEST_F(HttpTest, AllowedOriginsAreConfigurable) {
   Start({{"MCP_EXEC_ALLOWED_ORIGINS", "https://app.example, https://other.example"}});
   auto c = Client();
   auto with_origin = [&](const std::string& o) {
-    return c.Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", o}}, kInit,
-                  "application/json")
+    return c
+        .Post("/mcp", {{"Accept", "application/json, text/event-stream"}, {"Origin", o}}, kInit,
+              "application/json")
         ->status;
   };
   EXPECT_EQ(with_origin("https://app.example"), 200);
@@ -252,9 +263,12 @@ TEST_F(HttpTest, AllowedOriginsAreConfigurable) {
 TEST_F(HttpTest, RequestShapeErrors) {
   Start({{"MCP_EXEC_MAX_REQUEST_BYTES", "4096"}});
   auto c = Client();
-  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, std::string(10000, ' ') + kInit, "application/json")->status, 413);
+  EXPECT_EQ(
+      c.Post("/mcp", kMcpHeaders, std::string(10000, ' ') + kInit, "application/json")->status,
+      413);
   EXPECT_EQ(c.Post("/mcp", kMcpHeaders, kInit, "text/plain")->status, 415);
-  EXPECT_EQ(c.Post("/mcp", {{"Accept", "application/json"}}, kInit, "application/json")->status, 406);
+  EXPECT_EQ(c.Post("/mcp", {{"Accept", "application/json"}}, kInit, "application/json")->status,
+            406);
   auto bad = c.Post("/mcp", kMcpHeaders, "{nope", "application/json");
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["error"]["code"], -32700);
@@ -265,7 +279,8 @@ TEST_F(HttpTest, RequestShapeErrors) {
   ASSERT_GE(fd, 0);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n";
+  std::string http =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n";
   ASSERT_EQ(write(fd, http.data(), http.size()), static_cast<ssize_t>(http.size()));
   char buf[64] = {};
   ASSERT_GT(read(fd, buf, sizeof buf - 1), 0) << "no answer within 5 s";
@@ -277,9 +292,12 @@ TEST_F(HttpTest, SessionsAreRequiredAndEnd) {
   Start();
   auto c = Client();
   json ping = {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}};
-  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, ping.dump(), "application/json")->status, 400) << "no session id";
-  EXPECT_EQ(c.Post("/mcp", Session("0123456789abcdef0123456789abcdef"), ping.dump(), "application/json")->status,
-            404);
+  EXPECT_EQ(c.Post("/mcp", kMcpHeaders, ping.dump(), "application/json")->status, 400)
+      << "no session id";
+  EXPECT_EQ(
+      c.Post("/mcp", Session("0123456789abcdef0123456789abcdef"), ping.dump(), "application/json")
+          ->status,
+      404);
   std::string sid = Initialize();
   auto r = c.Post("/mcp", Session(sid), ping.dump(), "application/json");
   EXPECT_EQ(r->status, 200);
@@ -343,19 +361,25 @@ TEST_F(HttpTest, LegacySseEndpointAndMessages) {
       std::lock_guard<std::mutex> lock(mu);
       return stream;
     };
-    ASSERT_TRUE(WaitUntil([&] { return text().find("event: endpoint") != std::string::npos; }, 10000));
+    ASSERT_TRUE(
+        WaitUntil([&] { return text().find("event: endpoint") != std::string::npos; }, 10000));
     std::string s = text();
     EXPECT_EQ(s.rfind("event: endpoint\ndata: /message?sessionId=", 0), 0u) << s;
     std::string endpoint = s.substr(s.find("data: ") + 6);
     endpoint = endpoint.substr(0, endpoint.find('\n'));
-    auto post = [&](const json& m) { return Client().Post(endpoint, m.dump(), "application/json"); };
+    auto post = [&](const json& m) {
+      return Client().Post(endpoint, m.dump(), "application/json");
+    };
     EXPECT_EQ(post(json::parse(kInit))->status, 202);
     EXPECT_EQ(post({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}})->status, 202);
-    EXPECT_EQ(post({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+    EXPECT_EQ(post({{"jsonrpc", "2.0"},
+                    {"id", 2},
+                    {"method", "tools/call"},
                     {"params", {{"name", "exec"}, {"arguments", {{"code", "print('via sse')"}}}}}})
                   ->status,
               202);
-    EXPECT_TRUE(WaitUntil([&] { return text().find("via sse") != std::string::npos; }, 30000)) << text();
+    EXPECT_TRUE(WaitUntil([&] { return text().find("via sse") != std::string::npos; }, 30000))
+        << text();
     EXPECT_NE(text().find("event: message\ndata: {"), std::string::npos);
     EXPECT_EQ(Client().Post("/message?sessionId=nope", "{}", "application/json")->status, 404);
     stop = true;
@@ -368,17 +392,22 @@ TEST_F(HttpTest, DisconnectEndsTheRun) {
   Start();
   std::string sid = Initialize();
   std::string marker = "4600." + Marker("");
-  json req = {{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/call"},
-              {"params", {{"name", "exec"},
-                          {"arguments", {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
-                                         {"timeout_s", 120}}}}}};
+  json req = {{"jsonrpc", "2.0"},
+              {"id", 9},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "exec"},
+                {"arguments",
+                 {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+                  {"timeout_s", 120}}}}}};
   // A raw connection: send the call, wait until the run is going, hang up.
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
   std::string body = req.dump();
-  std::string http = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " + sid +
-                     "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string http =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " +
+      sid + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(write(fd, http.data(), http.size()), static_cast<ssize_t>(http.size()));
   ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
   close(fd);
@@ -393,7 +422,8 @@ TEST_F(HttpTest, SigtermLetsRunningCallsFinish) {
   std::thread caller([&] { answer = Call(sid, "import time; time.sleep(2); print('finished')"); });
   usleep(500000);
   kill(server_->pid(), SIGTERM);
-  EXPECT_TRUE(WaitUntil([&] { return Client().Get("/readyz")->status == 503; }, 2000)) << "draining";
+  EXPECT_TRUE(WaitUntil([&] { return Client().Get("/readyz")->status == 503; }, 2000))
+      << "draining";
   caller.join();
   EXPECT_EQ(answer["result"]["structuredContent"]["stdout"], "finished\n");
   EXPECT_EQ(server_->Wait(20000), 0);
@@ -503,14 +533,15 @@ TEST_F(HttpTest, ReusedRequestIdsAreAllAnswered) {
   auto calls = std::async(std::launch::async, [&] {
     int answered = 0;
     for (int i = 0; i < 40; ++i) {
-      if (Call(sid, "print(" + std::to_string(i) + ")", 7)["result"]["structuredContent"]["stdout"] ==
-          std::to_string(i) + "\n") {
+      if (Call(sid, "print(" + std::to_string(i) + ")",
+               7)["result"]["structuredContent"]["stdout"] == std::to_string(i) + "\n") {
         ++answered;
       }
     }
     return answered;
   });
-  ASSERT_EQ(calls.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "a call was never answered";
+  ASSERT_EQ(calls.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "a call was never answered";
   EXPECT_EQ(calls.get(), 40);
 }
 
@@ -521,9 +552,10 @@ TEST_F(HttpTest, MetricsAndHealth) {
   Call(sid, "import sys; sys.exit(2)", 8);
   auto m = Client().Get("/metrics");
   ASSERT_EQ(m->status, 200);
-  for (const char* s : {"mcp_exec_runs_total{outcome=\"ok\"} 1", "mcp_exec_runs_total{outcome=\"error\"} 1",
-                        "mcp_exec_run_duration_seconds_count 2", "mcp_exec_queue_wait_seconds_bucket",
-                        "mcp_exec_runs_in_flight 0", "mcp_exec_sessions 1", "mcp_exec_zygote_restarts_total 0"}) {
+  for (const char* s :
+       {"mcp_exec_runs_total{outcome=\"ok\"} 1", "mcp_exec_runs_total{outcome=\"error\"} 1",
+        "mcp_exec_run_duration_seconds_count 2", "mcp_exec_queue_wait_seconds_bucket",
+        "mcp_exec_runs_in_flight 0", "mcp_exec_sessions 1", "mcp_exec_zygote_restarts_total 0"}) {
     EXPECT_NE(m->body.find(s), std::string::npos) << s << "\n" << m->body;
   }
   EXPECT_EQ(Client().Get("/healthz")->body, "ok\n");

@@ -19,7 +19,8 @@ struct CommandResult {
 };
 
 CommandResult RunBinary(const std::string& env_and_args) {
-  std::string cmd = "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>/tmp/mcp-exec-lifecycle-err";
+  std::string cmd =
+      "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>/tmp/mcp-exec-lifecycle-err";
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -92,7 +93,8 @@ TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
   kill(zygote, SIGKILL);
   json r = s.WaitForId(1, 30000);
   EXPECT_EQ(r["result"]["isError"], true) << r.dump();
-  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("sandbox"), std::string::npos);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("sandbox"),
+            std::string::npos);
   EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(m).empty(); }, 5000))
       << "the lost run's processes are gone too";
   EXPECT_EQ(s.Exec("print('after restart')")["stdout"], "after restart\n");
@@ -103,9 +105,10 @@ TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
 TEST(LifecycleTest, LogsHoldMetadataOnlyNeverCodeStdinOrOutput) {
   ServerProcess s;
   s.Initialize();
-  json r = s.Exec("# CODE_SECRET_1c2d\nimport sys\nprint('OUT_' + 'SECRET_3e4f')\n"
-                  "print('ERR_' + 'SECRET_5a6b', file=sys.stderr)\nsys.stdin.read()",
-                  {{"stdin", "STDIN_SECRET_7c8d"}});
+  json r = s.Exec(
+      "# CODE_SECRET_1c2d\nimport sys\nprint('OUT_' + 'SECRET_3e4f')\n"
+      "print('ERR_' + 'SECRET_5a6b', file=sys.stderr)\nsys.stdin.read()",
+      {{"stdin", "STDIN_SECRET_7c8d"}});
   EXPECT_EQ(r["stdout"], "OUT_SECRET_3e4f\n");
   s.CloseStdin();
   s.Wait(15000);
@@ -158,10 +161,11 @@ TEST(SoakTest, ThousandSequentialRunsLeakNothing) {
   };
   int zombies_server = zombies(s.pid()), zombies_zygote = zombies(zygote);
   int children_after = static_cast<int>(ChildrenOf(zygote, false).size());
-  printf("soak: supervisor fds %d -> %d; zygote RSS %ld -> %ld KiB; zombies %d/%d; "
-         "zygote children (spares) %d -> %d\n",
-         fds_before, fds_after, rss_before, rss_after, zombies_server, zombies_zygote,
-         children_before, children_after);
+  printf(
+      "soak: supervisor fds %d -> %d; zygote RSS %ld -> %ld KiB; zombies %d/%d; "
+      "zygote children (spares) %d -> %d\n",
+      fds_before, fds_after, rss_before, rss_after, zombies_server, zombies_zygote, children_before,
+      children_after);
   EXPECT_EQ(fds_after, fds_before);
   EXPECT_EQ(zombies_server, 0);
   EXPECT_EQ(zombies_zygote, 0);

@@ -64,9 +64,9 @@ TEST(StdioProtocolTest, UnknownToolIsJsonRpcInvalidParams) {
 
 TEST(StdioProtocolTest, ToolsListStatesSchemaLiveLimitsAndPackages) {
   ServerProcess s(Env{{"MCP_EXEC_DEFAULT_TIMEOUT_S", "17"},
-                   {"MCP_EXEC_MAX_TIMEOUT_S", "77"},
-                   {"MCP_EXEC_MAX_OUTPUT_BYTES", "4321"},
-                   {"MCP_EXEC_MAX_STDIN_BYTES", "1234"}});
+                      {"MCP_EXEC_MAX_TIMEOUT_S", "77"},
+                      {"MCP_EXEC_MAX_OUTPUT_BYTES", "4321"},
+                      {"MCP_EXEC_MAX_STDIN_BYTES", "1234"}});
   s.Initialize();
   json tools = s.Request("tools/list", json::object())["result"]["tools"];
   ASSERT_EQ(tools.size(), 1u);

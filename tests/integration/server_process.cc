@@ -160,9 +160,10 @@ json ServerProcess::Request(const std::string& method, const json& params, int t
 }
 
 json ServerProcess::Initialize(const std::string& version) {
-  json r = Request("initialize", {{"protocolVersion", version},
-                                  {"capabilities", json::object()},
-                                  {"clientInfo", {{"name", "integration-test"}, {"version", "1"}}}});
+  json r =
+      Request("initialize", {{"protocolVersion", version},
+                             {"capabilities", json::object()},
+                             {"clientInfo", {{"name", "integration-test"}, {"version", "1"}}}});
   Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   return r;
 }
@@ -188,7 +189,8 @@ void ServerProcess::SendCall(const json& id, const json& arguments) {
         {"params", {{"name", "exec"}, {"arguments", arguments}}}});
 }
 
-std::string ServerProcess::StartSleepingRun(const json& id, const std::string& prefix, int timeout_s) {
+std::string ServerProcess::StartSleepingRun(const json& id, const std::string& prefix,
+                                            int timeout_s) {
   std::string marker = prefix + "." + Marker("");
   SendCall(id, {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
                 {"timeout_s", timeout_s}});
@@ -224,7 +226,8 @@ std::string ServerProcess::Stderr() {
 
 pid_t ServerProcess::ZygotePid() const {
   for (pid_t c : ChildrenOf(pid_, false)) {
-    if (ReadProcFile("/proc/" + std::to_string(c) + "/cmdline").find("__zygote") != std::string::npos) {
+    if (ReadProcFile("/proc/" + std::to_string(c) + "/cmdline").find("__zygote") !=
+        std::string::npos) {
       return c;
     }
   }

@@ -68,26 +68,18 @@ TEST_P(ConfigBadValueTest, IsAnErrorNamingTheVariable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Malformed, ConfigBadValueTest,
-    ::testing::Values(BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "abc"},
-                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", ""},
-                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "1.5"},
-                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-1"},
-                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "0"},
-                      BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", " 5"},
-                      BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999"},
-                      BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "0"},
-                      BadValue{"MCP_EXEC_MAX_OUTPUT_BYTES", "1e6"},
-                      BadValue{"MCP_EXEC_MAX_STDIN_BYTES", "lots"},
-                      BadValue{"MCP_EXEC_TRANSPORT", "websocket"},
-                      BadValue{"MCP_EXEC_TRANSPORT", ""},
-                      BadValue{"MCP_EXEC_ADDR", "8080"},
-                      BadValue{"MCP_EXEC_ADDR", ":99999"},
-                      BadValue{"MCP_EXEC_PYTHON", ""},
-                      BadValue{"MCP_EXEC_MAX_CONCURRENT", "0"},
-                      BadValue{"MCP_EXEC_MAX_QUEUE", "x"},
-                      BadValue{"MCP_EXEC_MAX_CODE_BYTES", "0"},
-                      BadValue{"MCP_EXEC_WORKDIR_ROOT", "relative"},
-                      BadValue{"MCP_EXEC_LOG_LEVEL", "loud"}));
+    ::testing::Values(
+        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "abc"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", ""},
+        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "1.5"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-1"},
+        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "0"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", " 5"},
+        BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999"},
+        BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "0"}, BadValue{"MCP_EXEC_MAX_OUTPUT_BYTES", "1e6"},
+        BadValue{"MCP_EXEC_MAX_STDIN_BYTES", "lots"}, BadValue{"MCP_EXEC_TRANSPORT", "websocket"},
+        BadValue{"MCP_EXEC_TRANSPORT", ""}, BadValue{"MCP_EXEC_ADDR", "8080"},
+        BadValue{"MCP_EXEC_ADDR", ":99999"}, BadValue{"MCP_EXEC_PYTHON", ""},
+        BadValue{"MCP_EXEC_MAX_CONCURRENT", "0"}, BadValue{"MCP_EXEC_MAX_QUEUE", "x"},
+        BadValue{"MCP_EXEC_MAX_CODE_BYTES", "0"}, BadValue{"MCP_EXEC_WORKDIR_ROOT", "relative"},
+        BadValue{"MCP_EXEC_LOG_LEVEL", "loud"}));
 
 TEST(ConfigTest, FlagWinsOverVariable) {
   ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT_S", "60"}}, {"--max-timeout-s=90"});
@@ -114,11 +106,12 @@ TEST(ConfigTest, HelpListsEveryVariableWithItsFlagAndDefault) {
   ParseResult r = Parse({}, {"--help"});
   ASSERT_FALSE(r.print_and_exit.empty());
   for (const char* s :
-       {"MCP_EXEC_TRANSPORT", "--transport", "MCP_EXEC_ADDR", "--addr", "MCP_EXEC_DEFAULT_TIMEOUT_S",
-        "MCP_EXEC_MAX_TIMEOUT_S", "MCP_EXEC_MAX_OUTPUT_BYTES", "MCP_EXEC_MAX_STDIN_BYTES",
-        "MCP_EXEC_PYTHON", "MCP_EXEC_AUTH_TOKEN", "MCP_EXEC_MAX_CONCURRENT", "MCP_EXEC_MAX_QUEUE",
-        "MCP_EXEC_MAX_CODE_BYTES", "MCP_EXEC_MAX_REQUEST_BYTES", "MCP_EXEC_WORKDIR_ROOT",
-        "MCP_EXEC_LOG_LEVEL", "default: 30, unit: s", "default: 1048576, unit: bytes"}) {
+       {"MCP_EXEC_TRANSPORT", "--transport", "MCP_EXEC_ADDR", "--addr",
+        "MCP_EXEC_DEFAULT_TIMEOUT_S", "MCP_EXEC_MAX_TIMEOUT_S", "MCP_EXEC_MAX_OUTPUT_BYTES",
+        "MCP_EXEC_MAX_STDIN_BYTES", "MCP_EXEC_PYTHON", "MCP_EXEC_AUTH_TOKEN",
+        "MCP_EXEC_MAX_CONCURRENT", "MCP_EXEC_MAX_QUEUE", "MCP_EXEC_MAX_CODE_BYTES",
+        "MCP_EXEC_MAX_REQUEST_BYTES", "MCP_EXEC_WORKDIR_ROOT", "MCP_EXEC_LOG_LEVEL",
+        "default: 30, unit: s", "default: 1048576, unit: bytes"}) {
     EXPECT_NE(r.print_and_exit.find(s), std::string::npos) << s;
   }
 }

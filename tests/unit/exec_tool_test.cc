@@ -40,8 +40,9 @@ TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
   // Go's strings.TrimSpace: \v \f \r U+0085 U+00A0 U+1680 U+2000..U+200A
   // U+2028 U+2029 U+202F U+205F U+3000.
   EXPECT_EQ(ErrorOf({{"code", "\v\f\r \xC2\x85\xC2\xA0\xE3\x80\x80"}}), "code must not be empty");
-  EXPECT_EQ(ErrorOf({{"code", "\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8\xE2\x80\xA9"
-                              "\xE2\x80\xAF\xE2\x81\x9F"}}),
+  EXPECT_EQ(ErrorOf({{"code",
+                      "\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8\xE2\x80\xA9"
+                      "\xE2\x80\xAF\xE2\x81\x9F"}}),
             "code must not be empty");
   // Not white space: a zero-width space (U+200B), NUL, an invalid byte, a letter.
   EXPECT_EQ(ErrorOf({{"code", "\xE2\x80\x8B"}}), "");
@@ -129,17 +130,21 @@ TEST(ExecSchemaTest, InputSchemaIsTheContract) {
 
 TEST(ExecSchemaTest, OutputSchemaRequiresTheSixFields) {
   json s = ExecOutputSchema();
-  EXPECT_EQ(s["required"], json::array({"stdout", "stderr", "exit_code", "duration_ms",
-                                        "truncated", "timed_out"}));
+  EXPECT_EQ(s["required"], json::array({"stdout", "stderr", "exit_code", "duration_ms", "truncated",
+                                        "timed_out"}));
 }
 
 TEST(ExecResultTest, StructuredAndTextAgree) {
   ExecResult r;
-  r.stdout_data = "ok\xFF\xFE" "bad";
+  r.stdout_data =
+      "ok\xFF\xFE"
+      "bad";
   r.exit_code = 3;
   json t = ToolResult(r);
   EXPECT_EQ(t["isError"], false);
-  EXPECT_EQ(t["structuredContent"]["stdout"], "ok\xEF\xBF\xBD" "bad");
+  EXPECT_EQ(t["structuredContent"]["stdout"],
+            "ok\xEF\xBF\xBD"
+            "bad");
   EXPECT_EQ(json::parse(t["content"][0]["text"].get<std::string>()), t["structuredContent"]);
   for (const char* k : {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}) {
     EXPECT_TRUE(t["structuredContent"].contains(k)) << k;
@@ -165,7 +170,8 @@ TEST(ExecDescriptionTest, StatesLiveLimitsAndPackages) {
   for (const char* s : {"17 s", "99 s", "12345 bytes", "10 bytes", "numpy 1.24.2", "3.11.2"}) {
     EXPECT_NE(d.find(s), std::string::npos) << s << " in " << d;
   }
-  EXPECT_EQ(d.find("pandas"), std::string::npos) << "a package that is not importable is not promised";
+  EXPECT_EQ(d.find("pandas"), std::string::npos)
+      << "a package that is not importable is not promised";
 }
 
 TEST(ExecDescriptionTest, StatesTheMemoryLimitAndTheEffectiveDefault) {
@@ -181,8 +187,8 @@ TEST(ExecDescriptionTest, StatesTheMemoryLimitAndTheEffectiveDefault) {
 
 TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
   json reason = ExecOutputSchema()["properties"]["reason"];
-  std::vector<std::string> all = {"timeout", "memory", "cpu", "file_size", "seccomp",
-                                  "signal", "cancelled", "shutdown"};
+  std::vector<std::string> all = {"timeout", "memory", "cpu",       "file_size",
+                                  "seccomp", "signal", "cancelled", "shutdown"};
   EXPECT_EQ(reason["enum"], json(all));
   for (const auto& r : all) {
     EXPECT_NE(reason["description"].get<std::string>().find(r + " ("), std::string::npos) << r;

@@ -39,7 +39,9 @@ TEST(FsUtilTest, DoesNotFollowSymlinksOutOfTheTree) {
   RemoveTree(outside);
 }
 
-TEST(FsUtilTest, MissingTreeIsAlreadyRemoved) { EXPECT_TRUE(RemoveTree("/tmp/fsutil-does-not-exist-x")); }
+TEST(FsUtilTest, MissingTreeIsAlreadyRemoved) {
+  EXPECT_TRUE(RemoveTree("/tmp/fsutil-does-not-exist-x"));
+}
 
 }  // namespace
 }  // namespace mcpexec

@@ -18,7 +18,8 @@ class LandlockTest : public ::testing::Test {
  protected:
   void SetUp() override {
     abi_ = ProbeAbi();
-    if (abi_ < 1) GTEST_SKIP() << "Landlock is not available on this kernel (needs 5.13 and lsm=landlock)";
+    if (abi_ < 1)
+      GTEST_SKIP() << "Landlock is not available on this kernel (needs 5.13 and lsm=landlock)";
     dir_ = MakePrivateDir("/tmp", "landlock-test-");
     ASSERT_FALSE(dir_.empty());
   }
@@ -49,11 +50,13 @@ TEST_F(LandlockTest, WritesOnlyInTheAllowedDirectory) {
   EXPECT_EQ(Run([&] { return OpenForWrite(dir_ + "/ok"); }).error, 0);
   EXPECT_EQ(Run([] { return OpenForWrite("/tmp/landlock-test-outside"); }).error, EACCES);
   EXPECT_EQ(Run([] { return OpenForWrite("/dev/null"); }).error, 0);
-  EXPECT_EQ(Run([] { return Errno(open("/etc/hostname", O_RDONLY)); }).error, 0) << "reads stay allowed";
+  EXPECT_EQ(Run([] { return Errno(open("/etc/hostname", O_RDONLY)); }).error, 0)
+      << "reads stay allowed";
 }
 
 TEST_F(LandlockTest, SignalsAreScopedToTheDomain) {
-  if (abi_ < 6) GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (Linux 6.12); this kernel has " << abi_;
+  if (abi_ < 6)
+    GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (Linux 6.12); this kernel has " << abi_;
   pid_t outside = fork();
   if (outside == 0) {
     pause();

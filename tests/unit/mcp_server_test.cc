@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <thread>
 #include <mutex>
+#include <thread>
 
 #include "cancel.h"
 
@@ -173,7 +173,8 @@ TEST_F(SessionTest, AtCapacityIsAToolError) {
   backend_.full = true;
   json r = Call(7, {{"name", "exec"}, {"arguments", {{"code", "x=1"}}}});
   EXPECT_EQ(r["result"]["isError"], true);
-  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("capacity"), std::string::npos);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("capacity"),
+            std::string::npos);
 }
 
 TEST_F(SessionTest, CancelledCallGetsNoResponse) {
@@ -210,11 +211,17 @@ TEST(SessionLifetimeTest, NoCallThreadOutlivesItsSession) {
   std::atomic<int> sent{0};
   {
     McpSession session(backend, [&](const json&) { ++sent; });
-    session.Handle({{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
-                    {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
-                                {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 0},
+                    {"method", "initialize"},
+                    {"params",
+                     {{"protocolVersion", "2025-06-18"},
+                      {"capabilities", json::object()},
+                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
     session.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
-    session.Handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 1},
+                    {"method", "tools/call"},
                     {"params", {{"name", "exec"}, {"arguments", {{"code", "slow"}}}}}});
     for (int i = 0; i < 5000 && !backend.started; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

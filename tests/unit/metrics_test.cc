@@ -22,9 +22,12 @@ TEST(MetricsTest, HttpRefusalsAreCountedByStatus) {
   m.RecordHttpRefused(413);
   m.RecordHttpRefused(418);
   std::string text = m.Render({});
-  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"418\"} 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"408\"} 0\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"401\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"418\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"408\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"401\"} 2\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"413\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"403\"} 0\n"), std::string::npos);
 }
