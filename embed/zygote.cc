@@ -204,14 +204,16 @@ void WriteVerdict(bool ok, const std::string& error) {
 [[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
                                 const std::vector<int>& fds) {
   std::string code = ReadAll(fds[wire::kCode]);
-  g_status_fd = sandbox::fds::StatusFd(z.sandbox.limits.max_open_files);
-  if (!sandbox::fds::ApplyInRunner(fds, g_status_fd)) _exit(126);
   std::string error, cwd;
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   bool locked =
       sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir, params.timeout_s, &cwd, &error);
   g_lockdown_us = MicrosSince(t0);
+  // Then only the run's fds are left (whatever the lockdown still held, such
+  // as a prepared ruleset, goes too); no code of the caller has run yet.
+  g_status_fd = sandbox::fds::StatusFd(z.sandbox.limits.max_open_files);
+  if (!sandbox::fds::ApplyInRunner(fds, g_status_fd)) _exit(126);
   // Never run code half locked down: the supervisor turns a failed verdict
   // into a tool error naming the layer.
   WriteVerdict(locked, error);

@@ -83,10 +83,10 @@ int ProbeAbi() {
   return abi < 0 ? 0 : static_cast<int>(abi);
 }
 
-bool Apply(int abi, const Rules& rules, std::string* error) {
+int Prepare(int abi, const Rules& rules, std::string* error) {
   if (abi < 1) {
     *error = "Landlock is not available";
-    return false;
+    return -1;
   }
   uint64_t fs = HandledFs(abi);
   RulesetAttr attr{};
@@ -103,7 +103,7 @@ bool Apply(int abi, const Rules& rules, std::string* error) {
   int ruleset = static_cast<int>(CreateRuleset(&attr, size, 0));
   if (ruleset < 0) {
     *error = std::string("landlock_create_ruleset: ") + strerror(errno);
-    return false;
+    return -1;
   }
   bool ok = true;
   for (const auto& dir : rules.readable) ok = ok && AddPath(ruleset, dir, kReadOnly, error);
@@ -114,12 +114,27 @@ bool Apply(int abi, const Rules& rules, std::string* error) {
   uint64_t device_rw =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? kFsTruncate : 0);
   for (const auto& dev : rules.devices) ok = ok && AddPath(ruleset, dev, device_rw, error);
-  if (ok && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
-    *error = std::string("landlock_restrict_self: ") + strerror(errno);
-    ok = false;
+  if (!ok) {
+    close(ruleset);
+    return -1;
   }
+  return ruleset;
+}
+
+bool AddWritable(int abi, int ruleset, const std::string& dir, std::string* error) {
+  return AddPath(ruleset, dir, HandledFs(abi), error);
+}
+
+bool Restrict(int ruleset, std::string* error) {
+  bool ok = syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
+  if (!ok) *error = std::string("landlock_restrict_self: ") + strerror(errno);
   close(ruleset);
   return ok;
+}
+
+bool Apply(int abi, const Rules& rules, std::string* error) {
+  int ruleset = Prepare(abi, rules, error);
+  return ruleset >= 0 && Restrict(ruleset, error);
 }
 
 }  // namespace mcpexec::sandbox::landlock

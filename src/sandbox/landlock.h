@@ -23,4 +23,12 @@ struct Rules {
 // Runner, after no_new_privs and before seccomp.
 bool Apply(int abi, const Rules& rules, std::string* error);
 
+// The same in two steps, so that the rules known before a run (the system
+// folders: many paths) are added ahead of it: Prepare returns the ruleset
+// fd (or -1), AddWritable adds the run's directory, Restrict enforces the
+// ruleset and closes it.
+int Prepare(int abi, const Rules& rules, std::string* error);
+bool AddWritable(int abi, int ruleset, const std::string& dir, std::string* error);
+bool Restrict(int ruleset, std::string* error);
+
 }  // namespace mcpexec::sandbox::landlock

@@ -190,21 +190,38 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
 
 namespace {
 
-bool Seal(const Sandbox& sb, const std::string& workdir, std::string* error) {
+// Landlock's ruleset with every rule known before the run: the system
+// folders (many paths: /etc entry by entry where there is no minimal root),
+// the devices, /dev/shm. -1 without Landlock, or on error (*error set).
+int PrepareLandlock(const Sandbox& sb, std::string* error) {
+  if (sb.landlock_abi <= 0) return -1;
+  landlock::Rules rules;
+  // /dev/shm: private where mounts are allowed; elsewhere it stays writable
+  // so that multiprocessing's semaphores work (SECURITY.md: the server
+  // purges what runs leave there).
+  rules.writable = {"/dev/shm"};
+  for (const char* dev : filesystem::kDevices) rules.devices.push_back(std::string("/dev/") + dev);
+  rules.readable = sb.readable;
+  // In the minimal root there is nothing but system folders to list.
+  // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds
+  // them too), but of its files only the run's own may be read.
+  rules.listable = {sb.minimal_root ? "/" : "/proc"};
+  return landlock::Prepare(sb.landlock_abi, rules, error);
+}
+
+// Landlock (with the run's directory added to the prepared ruleset), then
+// seccomp, last.
+bool Seal(const Sandbox& sb, LockState* st, std::string* error) {
   if (sb.landlock_abi > 0) {
-    landlock::Rules rules;
-    // /dev/shm: private where mounts are allowed; elsewhere it stays writable
-    // so that multiprocessing's semaphores work (SECURITY.md: the server
-    // purges what runs leave there).
-    rules.writable = {workdir, "/dev/shm"};
-    for (const char* dev : filesystem::kDevices)
-      rules.devices.push_back(std::string("/dev/") + dev);
-    rules.readable = sb.readable;
-    // In the minimal root there is nothing but system folders to list.
-    // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds
-    // them too), but of its files only the run's own may be read.
-    rules.listable = {sb.minimal_root ? "/" : "/proc"};
-    if (!landlock::Apply(sb.landlock_abi, rules, error)) return false;
+    int ruleset = st->landlock_ruleset;
+    st->landlock_ruleset = -1;
+    if (ruleset < 0) ruleset = PrepareLandlock(sb, error);
+    if (ruleset < 0) return false;
+    if (!landlock::AddWritable(sb.landlock_abi, ruleset, st->workdir, error)) {
+      close(ruleset);
+      return false;
+    }
+    if (!landlock::Restrict(ruleset, error)) return false;
   }
   // Runs stay non-dumpable (credentials made them so): their /proc entries
   // are root's, so a concurrent run or a spare of the same uid cannot even
@@ -238,7 +255,12 @@ void LockdownAhead(const Sandbox& sb, LockState* st) {
   }
   st->workdir = mounts.workdir;
   // With a private /tmp the run's directory is known already: seal now.
-  if (mounts.private_tmp) st->sealed = Seal(sb, st->workdir, &e);
+  // Without one, everything but that directory is made ready.
+  if (mounts.private_tmp) {
+    st->sealed = Seal(sb, st, &e);
+  } else if (sb.landlock_abi > 0) {
+    st->landlock_ruleset = PrepareLandlock(sb, &e);
+  }
 }
 
 bool LockdownFinish(const Sandbox& sb, LockState* st, const std::string& workdir, int64_t timeout_s,
@@ -255,7 +277,7 @@ bool LockdownFinish(const Sandbox& sb, LockState* st, const std::string& workdir
     return false;
   }
   if (!limits::LowerCpuLimit(timeout_s, error)) return false;
-  return st->sealed || Seal(sb, st->workdir, error);
+  return st->sealed || Seal(sb, st, error);
 }
 
 }  // namespace mcpexec::sandbox

@@ -45,10 +45,11 @@ std::vector<LayerStatus> Report(const Sandbox& sb);
 
 // How far a runner's lockdown has gone.
 struct LockState {
-  bool ahead_done = false;  // every layer that does not depend on the run
-  bool sealed = false;      // Landlock and seccomp are on
-  std::string workdir;      // "/tmp" where the run has its own tmpfs
-  std::string error;        // a failed layer: the run must not start
+  bool ahead_done = false;    // every layer that does not depend on the run
+  bool sealed = false;        // Landlock and seccomp are on
+  std::string workdir;        // "/tmp" where the run has its own tmpfs
+  std::string error;          // a failed layer: the run must not start
+  int landlock_ruleset = -1;  // prepared ahead, waiting for the run's directory
 };
 
 // A spare runner, before it knows its run: the layers that do not depend on
@@ -58,7 +59,8 @@ struct LockState {
 // st->error and reported when the run arrives.
 void LockdownAhead(const Sandbox& sb, LockState* st);
 
-// Once the run is known (fds in place): what is left, seccomp last, and the
+// Once the run is known (before its fds are put in place, which closes
+// everything else, the prepared ruleset included): what is left, seccomp last, and the
 // run's own CPU limit. Also does LockdownAhead first for a runner forked on
 // demand. *cwd: where the run works.
 bool LockdownFinish(const Sandbox& sb, LockState* st, const std::string& workdir, int64_t timeout_s,
