@@ -245,7 +245,9 @@ bool ParseRun(const std::string& payload, const std::vector<int>& fds, wire::Run
 }
 
 // fork() through CPython's hooks. Returns 0 in the child.
-pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error) {
+// clone_flags 0: fork(); else a raw clone with those flags (a namespace to
+// be born in: glibc's fork takes no flags).
+pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error, long clone_flags = 0) {
   // A native thread pool started by an import would be copied as a lock held
   // by nobody: refuse to fork rather than hand out a broken runner.
   int tasks = CountTasks();
@@ -255,7 +257,9 @@ pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error) {
     return -1;
   }
   PyOS_BeforeFork();
-  pid_t pid = fork();
+  pid_t pid = clone_flags == 0 ? fork()
+                               : static_cast<pid_t>(syscall(SYS_clone, clone_flags | SIGCHLD,
+                                                            nullptr, nullptr, nullptr, nullptr));
   if (pid == 0) {
     PyOS_AfterFork_Child();
     RunnerPrepare(z, child_expects_parent);
@@ -263,7 +267,7 @@ pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error) {
   }
   int err = errno;
   PyOS_AfterFork_Parent();
-  if (pid < 0) *error = std::string("fork: ") + strerror(err);
+  if (pid < 0) *error = std::string(clone_flags ? "clone: " : "fork: ") + strerror(err);
   errno = err;
   return pid;
 }
@@ -303,43 +307,19 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
     if (!sandbox::cgroups::Create(cg, z.sandbox.limits, name, error)) return -1;
     *cgroup = name;
   }
-  auto join = [&] {
-    std::string ignored;
-    if (!cgroup->empty() && !sandbox::cgroups::Join(cg, *cgroup, &ignored)) _exit(127);
-  };
-  if (!z.sandbox.run_pidns) {
-    pid_t pid = ForkPython(z, z.self, error);
-    if (pid == 0) join();
-    if (pid < 0 && !cgroup->empty()) sandbox::cgroups::Destroy(cg, *cgroup);
-    return pid;
-  }
-  // The child is pid 1 of a fresh namespace: the run sees only itself, and
-  // cannot renice, pin or read other runs' processes. unshare(CLONE_NEWPID)
-  // works once per process, so each init is cloned straight into its own
-  // namespace. A raw clone leaves glibc's cached thread id stale in the
-  // child; the init never needs it (it only waits, reports and forks), and
-  // the runner it forks through glibc gets a correct one.
-  int tasks = CountTasks();
-  if (tasks != 1) {
-    *error = "zygote has " + std::to_string(tasks) + " threads; refusing to fork";
-    errno = EAGAIN;
-    return -1;
-  }
-  PyOS_BeforeFork();
-  pid_t init = static_cast<pid_t>(
-      syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-  if (init == 0) {
-    PyOS_AfterFork_Child();
-    RunnerPrepare(z, 0);
-  } else {
-    int err = errno;
-    PyOS_AfterFork_Parent();
-    if (init < 0) *error = std::string("clone(CLONE_NEWPID): ") + strerror(err);
-    errno = err;
-  }
-  if (init < 0 && !cgroup->empty()) sandbox::cgroups::Destroy(cg, *cgroup);
-  if (init != 0) return init;
-  join();
+  // With runs in pid namespaces of their own, the child is pid 1 of a fresh
+  // namespace: the run sees only itself, and cannot renice, pin or read
+  // other runs' processes. unshare(CLONE_NEWPID) works once per process, so
+  // each init is cloned straight into its own namespace. A raw clone leaves
+  // glibc's cached thread id stale in the child; the init never needs it (it
+  // only waits, reports and forks), and the runner it forks through glibc
+  // gets a correct one.
+  const bool pidns = z.sandbox.run_pidns;
+  pid_t pid = ForkPython(z, pidns ? 0 : z.self, error, pidns ? CLONE_NEWPID : 0);
+  if (pid < 0 && !cgroup->empty()) sandbox::cgroups::Destroy(cg, *cgroup);
+  if (pid != 0) return pid;
+  if (!cgroup->empty() && !sandbox::cgroups::Join(cg, *cgroup, error)) _exit(127);
+  if (!pidns) return 0;
   std::string ignored;
   pid_t runner = ForkPython(z, 1, &ignored);
   if (runner < 0) _exit(127);
@@ -510,16 +490,23 @@ void ReportExit(Zygote& z, Zygote::Run& run, int status) {
 
 // A run's init reports the runner's status as soon as it has reaped it:
 // answered then, the call does not also wait for the init's own exit.
-void ReadReaperReport(Zygote& z, pid_t pid) {
-  auto it = z.runners.find(pid);
-  if (it == z.runners.end() || it->second.reported) return;
+// The runner's wait status, if the run's init has reported it on sock.
+bool ReceiveInitReport(int sock, int* status) {
   wire::Header rh;
   std::string payload;
   std::vector<int> fds;
-  int r = wire::ReceiveNow(it->second.sock, &rh, &payload, &fds);
+  int r = wire::ReceiveNow(sock, &rh, &payload, &fds);
   CloseAll(fds);
-  if (r > 0 && rh.type == wire::Type::kExited)
-    ReportExit(z, it->second, static_cast<int>(rh.value));
+  if (r <= 0 || rh.type != wire::Type::kExited) return false;
+  *status = static_cast<int>(rh.value);
+  return true;
+}
+
+void ReadReaperReport(Zygote& z, pid_t pid) {
+  auto it = z.runners.find(pid);
+  if (it == z.runners.end() || it->second.reported) return;
+  int status;
+  if (ReceiveInitReport(it->second.sock, &status)) ReportExit(z, it->second, status);
 }
 
 void ReapChildren(Zygote& z) {
@@ -535,16 +522,8 @@ void ReapChildren(Zygote& z) {
     }
     Zygote::Run run = it->second;
     z.runners.erase(it);
-    if (!run.reported && run.sock >= 0) {
-      // The run's init reported the runner's own status before it exited.
-      wire::Header rh;
-      std::string payload;
-      std::vector<int> fds;
-      if (wire::ReceiveNow(run.sock, &rh, &payload, &fds) > 0 && rh.type == wire::Type::kExited) {
-        status = static_cast<int>(rh.value);
-      }
-      CloseAll(fds);
-    }
+    // The run's init reported the runner's own status before it exited.
+    if (!run.reported && run.sock >= 0) ReceiveInitReport(run.sock, &status);
     if (!run.reported) ReportExit(z, run, status);
     if (run.sock >= 0) close(run.sock);
     if (!run.cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);

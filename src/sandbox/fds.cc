@@ -15,9 +15,12 @@ namespace mcpexec::sandbox::fds {
 
 namespace {
 
-bool CloseRange(unsigned first, unsigned last) {
+// close_range, or where a profile refuses it (ENOSYS, EPERM) one close()
+// per fd up to the limit. *fell_back: the second way was taken.
+bool CloseRange(unsigned first, unsigned last, bool* fell_back) {
   if (first > last) return true;
   if (syscall(SYS_close_range, first, last, 0) == 0) return true;
+  *fell_back = true;
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return false;
   // Descriptors at or above the soft limit may exist (inherited before it
@@ -61,11 +64,14 @@ bool ApplyInRunner(const std::vector<int>& fds, int status_fd) {
       dup2(moved[wire::kStderr], 2) < 0 || dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) < 0) {
     return false;
   }
-  // Everything else goes. A profile may refuse close_range (ENOSYS, EPERM):
-  // then one close() per fd up to the limit, and a check that none is left,
-  // so that a layer reporting success really holds.
-  if (!CloseRange(3, status_fd - 1) || !CloseRange(status_fd + 1, ~0U)) return false;
-  return OnlyExpectedOpen(status_fd);
+  // Everything else goes. close_range's success is the kernel's word; after
+  // the fallback, a check that none is left, so that a layer reporting
+  // success really holds.
+  bool fell_back = false;
+  if (!CloseRange(3, status_fd - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
+    return false;
+  }
+  return !fell_back || OnlyExpectedOpen(status_fd);
 }
 
 }  // namespace mcpexec::sandbox::fds
