@@ -9,19 +9,19 @@
 #include <cstdio>
 #include <cstring>
 
-#include "../embed/zygote.h"
-#include "config.h"
-#include "doctor.h"
-#include "exec_service.h"
-#include "executor.h"
-#include "http_transport.h"
-#include "log.h"
-#include "metrics.h"
+#include "zygote/zygote.h"
+#include "base/config.h"
+#include "supervisor/doctor.h"
+#include "tool/exec_backend.h"
+#include "supervisor/executor.h"
+#include "transport/http_transport.h"
+#include "base/log.h"
+#include "base/metrics.h"
 #include "sandbox/layers.h"
-#include "scheduler.h"
-#include "stdio_transport.h"
-#include "version.h"
-#include "zygote_client.h"
+#include "supervisor/scheduler.h"
+#include "transport/stdio_transport.h"
+#include "base/version.h"
+#include "supervisor/zygote_client.h"
 
 extern char** environ;
 

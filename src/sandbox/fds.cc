@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "wire.h"
+#include "process/wire.h"
 
 namespace mcpexec::sandbox::fds {
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "sandbox_test_util.h"
-#include "wire.h"
+#include "process/wire.h"
 
 namespace mcpexec::testing {
 namespace {

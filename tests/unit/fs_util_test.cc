@@ -1,4 +1,4 @@
-#include "fs_util.h"
+#include "base/fs_util.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // (127.evil.example, 127.0.0.1.nip.io) resolves wherever its owner wants.
 #include <gtest/gtest.h>
 
-#include "http_transport.h"
+#include "transport/http_transport.h"
 
 namespace mcpexec::http_policy {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "fs_util.h"
+#include "base/fs_util.h"
 #include "sandbox/credentials.h"
 #include "sandbox_test_util.h"
 

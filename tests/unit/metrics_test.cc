@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "base/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proc_tree.h"
+#include "process/proc_tree.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "supervisor/scheduler.h"
 
 #include <gtest/gtest.h>
 

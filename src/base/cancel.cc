@@ -1,0 +1,27 @@
+#include "base/cancel.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace mcpexec {
+
+CancelToken::CancelToken() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+CancelToken::~CancelToken() {
+  if (fd_ >= 0) close(fd_);
+}
+void CancelToken::Cancel(CancelReason why) {
+  if (cancelled_.exchange(true)) return;
+  reason_ = static_cast<int>(why);
+  uint64_t one = 1;
+  (void)!write(fd_, &one, sizeof one);
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  if (hook_) hook_();
+}
+
+void CancelToken::OnCancel(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  hook_ = std::move(hook);
+  if (hook_ && cancelled_) hook_();
+}
+
+}  // namespace mcpexec

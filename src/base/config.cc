@@ -1,0 +1,276 @@
+#include "base/config.h"
+
+#include <unistd.h>
+
+#include <functional>
+#include <sstream>
+
+#include "base/version.h"
+
+namespace mcpexec {
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+struct Option {
+  const char* env;
+  const char* flag;
+  const char* default_text;
+  const char* unit;
+  const char* help;
+  // Parses and stores the value; returns an empty string or a reason.
+  std::function<std::string(Config&, const std::string&)> set;
+};
+
+// Strict: decimal digits only, no sign, no spaces, no fraction.
+std::string ParseInt(const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
+  if (v.empty()) return "must not be empty";
+  if (v.size() > 18) return "is out of range";
+  for (char ch : v) {
+    if (ch < '0' || ch > '9') return "must be a whole number";
+  }
+  int64_t n = std::stoll(v);
+  if (n < lo || n > hi) {
+    return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+  }
+  *out = n;
+  return "";
+}
+
+std::function<std::string(Config&, const std::string&)> IntField(int64_t Config::*field, int64_t lo,
+                                                                 int64_t hi) {
+  return [=](Config& c, const std::string& v) { return ParseInt(v, lo, hi, &(c.*field)); };
+}
+
+// Free text: any value, including empty, is taken as it is.
+std::function<std::string(Config&, const std::string&)> StringField(std::string Config::*field) {
+  return [=](Config& c, const std::string& v) {
+    c.*field = v;
+    return std::string();
+  };
+}
+
+std::string ParseAddr(const std::string& v) {
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos) return "must be HOST:PORT or :PORT";
+  int64_t port = 0;
+  std::string err = ParseInt(v.substr(colon + 1), 0, 65535, &port);
+  if (!err.empty()) return "port " + err;
+  std::string host = v.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return "";
+  if (host.find(':') != std::string::npos) return "an IPv6 host must be in brackets";
+  return "";
+}
+
+const std::vector<Option>& Options() {
+  static const std::vector<Option> options = {
+      {"MCP_EXEC_TRANSPORT", "--transport", "stdio", "",
+       "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE; GET any path)",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v == "stdio")
+           c.transport = Transport::kStdio;
+         else if (v == "http")
+           c.transport = Transport::kHttp;
+         else if (v == "sse")
+           c.transport = Transport::kSse;
+         else
+           return "must be stdio, http or sse";
+         return "";
+       }},
+      {"MCP_EXEC_ADDR", "--addr", ":8080", "", "listen address for http/sse (HOST:PORT)",
+       [](Config& c, const std::string& v) {
+         std::string err = ParseAddr(v);
+         if (err.empty()) c.addr = v;
+         return err;
+       }},
+      {"MCP_EXEC_DEFAULT_TIMEOUT_S", "--default-timeout-s", "30", "s",
+       "wall-clock timeout of a call that gives none (or 0)",
+       IntField(&Config::default_timeout_s, 1, 86400)},
+      {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", "300", "s", "ceiling for a call's timeout_s",
+       IntField(&Config::max_timeout_s, 1, 86400)},
+      {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", "1048576", "bytes",
+       "one budget shared by stdout and stderr",
+       IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
+      {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", "1048576", "bytes",
+       "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
+      {"MCP_EXEC_PYTHON", "--python", "python3", "",
+       "accepted for compatibility and ignored: the interpreter is embedded (see README)",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v.empty()) return "must not be empty";
+         c.python = v;
+         return "";
+       }},
+      {"MCP_EXEC_AUTH_TOKEN", "--auth-token", "(empty)", "",
+       "when set, http/sse requests must carry a matching X-MCP-AUTH header",
+       StringField(&Config::auth_token)},
+      {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent", "number of CPUs", "runs",
+       "runs executing at once", IntField(&Config::max_concurrent, 1, 1024)},
+      {"MCP_EXEC_MAX_QUEUE", "--max-queue", "64", "runs",
+       "runs waiting for a slot; past it a call is refused as at capacity",
+       IntField(&Config::max_queue, 0, 100000)},
+      {"MCP_EXEC_MAX_CODE_BYTES", "--max-code-bytes", "1048576", "bytes",
+       "cap on a call's code, in UTF-8 bytes", IntField(&Config::max_code_bytes, 1, 64 * kMiB)},
+      {"MCP_EXEC_MAX_REQUEST_BYTES", "--max-request-bytes", "6 x (code + stdin caps) + 64 KiB",
+       "bytes", "cap on one JSON-RPC message",
+       IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
+      {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", "/tmp", "",
+       "where the runs' private working directories are made",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v.empty() || v[0] != '/') return "must be an absolute path";
+         c.workdir_root = v;
+         return "";
+       }},
+      {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", "512", "MiB",
+       "memory a run may allocate (address space beyond the pre-warmed interpreter)",
+       IntField(&Config::memory_limit_mb, 16, 1024 * 1024)},
+      {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", "256", "MiB",
+       "size of a run's working directory, and of any one file it writes",
+       IntField(&Config::disk_limit_mb, 1, 1024 * 1024)},
+      {"MCP_EXEC_MAX_PROCESSES", "--max-processes", "256", "processes",
+       "processes and threads of the sandbox uid at once (all runs together)",
+       IntField(&Config::max_processes, 8, 1000000)},
+      {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", "1024", "files",
+       "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
+      {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
+       "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
+       StringField(&Config::allowed_origins)},
+      {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", "256", "sessions",
+       "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
+      {"MCP_EXEC_MAX_STREAMS", "--max-streams", "128", "streams",
+       "open server-sent event streams (each holds a connection)",
+       IntField(&Config::max_streams, 1, 10000)},
+      {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", "1800", "s",
+       "an http/sse session unused this long is closed",
+       IntField(&Config::session_idle_s, 1, 86400 * 7)},
+      {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", "20", "s",
+       "on SIGTERM, how long running calls may finish before they are killed",
+       IntField(&Config::shutdown_grace_s, 0, 3600)},
+      {"MCP_EXEC_LOG_LEVEL", "--log-level", "info", "", "debug, info, warn or error",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+           return "must be debug, info, warn or error";
+         }
+         c.log_level = v;
+         return "";
+       }},
+  };
+  return options;
+}
+
+}  // namespace
+
+std::string TransportName(Transport t) {
+  switch (t) {
+    case Transport::kStdio:
+      return "stdio";
+    case Transport::kHttp:
+      return "http";
+    case Transport::kSse:
+      return "sse";
+  }
+  return "?";
+}
+
+int64_t EffectiveMaxRequestBytes(const Config& c) {
+  if (c.max_request_bytes > 0) return c.max_request_bytes;
+  return 6 * (c.max_code_bytes + c.max_stdin_bytes) + 64 * 1024;
+}
+
+std::map<std::string, std::string> EnvironmentMap(char** envp) {
+  std::map<std::string, std::string> env;
+  for (char** e = envp; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+std::string HelpText() {
+  std::ostringstream o;
+  o << "mcp-exec " << MCP_EXEC_VERSION
+    << ": an MCP server whose one tool, exec, runs Python in a locked-down sandbox.\n\n"
+       "Usage:\n"
+       "  mcp-exec [FLAGS]          serve MCP (stdio by default)\n"
+       "  mcp-exec doctor [--json]  show which isolation layers hold on this host\n"
+       "  mcp-exec --help | --version\n\n"
+       "Every flag has an environment variable; a flag wins over its variable.\n"
+       "A set but malformed value is an error (exit status 1), never a silent default.\n\n";
+  for (const Option& opt : Options()) {
+    o << "  " << opt.flag << "=VALUE\n      " << opt.env << "  (default: " << opt.default_text;
+    if (*opt.unit) o << ", unit: " << opt.unit;
+    o << ")\n      " << opt.help << "\n";
+  }
+  return o.str();
+}
+
+ParseResult ParseConfig(const std::map<std::string, std::string>& env,
+                        const std::vector<std::string>& args) {
+  ParseResult r;
+  Config c;
+  c.max_concurrent = 0;
+  for (const Option& opt : Options()) {
+    auto it = env.find(opt.env);
+    if (it == env.end()) continue;
+    std::string err = opt.set(c, it->second);
+    if (!err.empty()) {
+      r.error = std::string(opt.env) + " " + err + " (got \"" + it->second + "\")";
+      return r;
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      r.print_and_exit = HelpText();
+      return r;
+    }
+    if (a == "--version") {
+      r.print_and_exit = std::string("mcp-exec ") + MCP_EXEC_VERSION + "\n";
+      return r;
+    }
+    if (a == "doctor" && i == 0) {
+      r.command = "doctor";
+      continue;
+    }
+    if (a == "--json" && r.command == "doctor") {
+      r.json_output = true;
+      continue;
+    }
+    std::string name = a, value;
+    bool has_value = false;
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    const Option* match = nullptr;
+    for (const Option& opt : Options()) {
+      if (name == opt.flag) match = &opt;
+    }
+    if (!match) {
+      r.error = "unknown argument \"" + a + "\" (see --help)";
+      return r;
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) {
+        r.error = std::string(match->flag) + " needs a value";
+        return r;
+      }
+      value = args[++i];
+    }
+    std::string err = match->set(c, value);
+    if (!err.empty()) {
+      r.error = std::string(match->flag) + " " + err + " (got \"" + value + "\")";
+      return r;
+    }
+  }
+  if (c.max_concurrent == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c.max_concurrent = n > 0 ? n : 1;
+  }
+  r.config = c;
+  return r;
+}
+
+}  // namespace mcpexec

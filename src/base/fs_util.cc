@@ -1,0 +1,80 @@
+#include "base/fs_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace mcpexec {
+
+std::string MakePrivateDir(const std::string& root, const std::string& prefix) {
+  std::string tmpl = root + "/" + prefix + "XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) return "";
+  return std::string(buf.data());
+}
+
+bool EnsureDir(const std::string& path, unsigned mode) {
+  if (mkdir(path.c_str(), mode) == 0) return true;
+  struct stat st;
+  return errno == EEXIST && lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+namespace {
+
+// Empties the directory open at dfd. Depth is bounded by the run's own
+// nesting, which the file-size and inode limits bound in turn.
+bool EmptyDirAt(int dfd, int depth) {
+  if (depth > 4096) return false;
+  int dup_fd = dup(dfd);
+  if (dup_fd < 0) return false;
+  DIR* dir = fdopendir(dup_fd);
+  if (!dir) {
+    close(dup_fd);
+    return false;
+  }
+  bool ok = true;
+  std::vector<std::string> subdirs;
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (unlinkat(dfd, name.c_str(), 0) == 0) continue;
+    if (errno == EISDIR || errno == EPERM || errno == ENOTEMPTY || errno == EEXIST) {
+      subdirs.push_back(name);
+    } else if (errno != ENOENT) {
+      ok = false;
+    }
+  }
+  closedir(dir);
+  for (const std::string& name : subdirs) {
+    if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) == 0) continue;
+    // The code may have left it without permissions for its owner.
+    fchmodat(dfd, name.c_str(), 0700, 0);
+    int sub = openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) {
+      ok = false;
+      continue;
+    }
+    ok = EmptyDirAt(sub, depth + 1) && ok;
+    close(sub);
+    if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) != 0) ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+bool RemoveTree(const std::string& path) {
+  chmod(path.c_str(), 0700);
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  bool ok = EmptyDirAt(fd, 0);
+  close(fd);
+  return rmdir(path.c_str()) == 0 && ok;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,84 @@
+#include "base/metrics.h"
+
+#include <sstream>
+
+namespace mcpexec {
+
+void Metrics::Histogram::Observe(double v) {
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (v <= kBuckets[i]) ++counts[i];
+  }
+  ++count;
+  sum += v;
+}
+
+void Metrics::RecordRun(const std::string& outcome, double duration_s, double queue_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++runs_[outcome];
+  duration_.Observe(duration_s);
+  queue_.Observe(queue_s);
+}
+
+void Metrics::RecordRefused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++runs_["refused"];
+}
+
+namespace {
+void RenderHistogram(std::ostringstream& o, const char* name, const char* help,
+                     const std::array<double, 12>& buckets, const std::array<uint64_t, 12>& counts,
+                     uint64_t count, double sum) {
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    o << name << "_bucket{le=\"" << buckets[i] << "\"} " << counts[i] << "\n";
+  }
+  o << name << "_bucket{le=\"+Inf\"} " << count << "\n"
+    << name << "_sum " << sum << "\n"
+    << name << "_count " << count << "\n";
+}
+}  // namespace
+
+std::string Metrics::Render(const Gauges& g) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::ostringstream o;
+  o << "# HELP mcp_exec_runs_total Runs by outcome.\n# TYPE mcp_exec_runs_total counter\n";
+  for (const char* outcome : {"ok", "error", "timeout", "signal", "cancelled", "memory", "cpu",
+                              "file_size", "seccomp", "shutdown", "lost", "refused"}) {
+    auto it = runs_.find(outcome);
+    o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} "
+      << (it == runs_.end() ? 0 : it->second) << "\n";
+  }
+  RenderHistogram(o, "mcp_exec_run_duration_seconds", "Wall time of runs, queue excluded.",
+                  kBuckets, duration_.counts, duration_.count, duration_.sum);
+  RenderHistogram(o, "mcp_exec_queue_wait_seconds", "Time runs waited for a slot.", kBuckets,
+                  queue_.counts, queue_.count, queue_.sum);
+  auto gauge = [&](const char* name, const char* help, int64_t v, const char* type = "gauge") {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
+      << name << " " << v << "\n";
+  };
+  gauge("mcp_exec_runs_in_flight", "Runs executing now.", g.in_flight);
+  gauge("mcp_exec_runs_queued", "Runs waiting for a slot.", g.queued);
+  gauge("mcp_exec_zygote_restarts_total", "Times the sandbox zygote was restarted.",
+        g.zygote_restarts, "counter");
+  gauge("mcp_exec_sessions", "Open MCP sessions (http/sse).", g.sessions);
+  gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
+  o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
+       "status.\n# TYPE mcp_exec_http_refused_total counter\n";
+  // The usual refusals always (a dashboard sees zeros), and any other
+  // status that was recorded.
+  std::map<int, uint64_t> statuses = http_refused_;
+  for (int status : {400, 401, 403, 404, 405, 406, 408, 411, 413, 415, 429, 431, 501, 503}) {
+    statuses.emplace(status, 0);
+  }
+  for (const auto& [status, count] : statuses) {
+    o << "mcp_exec_http_refused_total{status=\"" << status << "\"} " << count << "\n";
+  }
+  return o.str();
+}
+
+void Metrics::RecordHttpRefused(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_refused_[status];
+}
+
+}  // namespace mcpexec

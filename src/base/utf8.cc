@@ -1,0 +1,46 @@
+#include "base/utf8.h"
+
+namespace mcpexec {
+namespace {
+
+// Length of the well-formed sequence starting at p (Unicode Table 3-7), or 0.
+size_t WellFormedLength(const unsigned char* p, size_t avail) {
+  unsigned char b0 = p[0];
+  if (b0 < 0x80) return 1;
+  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    return i < avail && p[i] >= lo && p[i] <= hi;
+  };
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
+  if (b0 == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2) ? 3 : 0;
+  if ((b0 >= 0xE1 && b0 <= 0xEC) || b0 == 0xEE || b0 == 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (b0 == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (b0 == 0xF0) return cont(1, 0x90, 0xBF) && cont(2) && cont(3) ? 4 : 0;
+  if (b0 >= 0xF1 && b0 <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (b0 == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+}  // namespace
+
+std::string RepairUtf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  size_t n = in.size(), i = 0;
+  bool in_bad_run = false;
+  while (i < n) {
+    size_t len = WellFormedLength(p + i, n - i);
+    if (len == 0) {
+      if (!in_bad_run) out += "\xEF\xBF\xBD";
+      in_bad_run = true;
+      ++i;
+      continue;
+    }
+    in_bad_run = false;
+    out.append(in.data() + i, len);
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,137 @@
+#include "process/proc_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+
+namespace mcpexec {
+namespace {
+
+struct ProcInfo {
+  pid_t ppid;
+  char state;
+};
+
+bool ReadStat(pid_t pid, ProcInfo* info) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // comm may hold spaces and parentheses: parse after the last ')'.
+  char* rp = strrchr(buf, ')');
+  if (!rp) return false;
+  char state;
+  int ppid;
+  if (sscanf(rp + 1, " %c %d", &state, &ppid) != 2) return false;
+  info->state = state;
+  info->ppid = ppid;
+  return true;
+}
+
+std::map<pid_t, std::vector<pid_t>> ChildrenMap() {
+  std::map<pid_t, std::vector<pid_t>> children;
+  DIR* d = opendir("/proc");
+  if (!d) return children;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+    ProcInfo info;
+    if (ReadStat(pid, &info) && info.state != 'Z' && info.state != 'X') {
+      children[info.ppid].push_back(pid);
+    }
+  }
+  closedir(d);
+  return children;
+}
+
+struct Edge {
+  pid_t parent, child;
+};
+
+// Every (parent, child) pair below root, from the snapshot.
+std::vector<Edge> Subtree(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root) {
+  std::vector<Edge> out;
+  std::vector<pid_t> stack{root};
+  while (!stack.empty()) {
+    pid_t p = stack.back();
+    stack.pop_back();
+    auto it = children.find(p);
+    if (it == children.end()) continue;
+    for (pid_t c : it->second) {
+      out.push_back({p, c});
+      stack.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Kills pid only if, once pinned by a pidfd, it still has the expected parent.
+bool KillIfChildOf(pid_t pid, pid_t expected_parent) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return false;
+  ProcInfo info;
+  bool ok = ReadStat(pid, &info) && info.ppid == expected_parent;
+  if (ok) ok = syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
+  close(pidfd);
+  return ok;
+}
+
+void KillCollected(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root, int* killed) {
+  for (const Edge& e : Subtree(children, root)) {
+    if (KillIfChildOf(e.child, e.parent)) ++*killed;
+  }
+}
+
+}  // namespace
+
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<pid_t> out;
+  for (const Edge& e : Subtree(ChildrenMap(), root)) out.push_back(e.child);
+  return out;
+}
+
+void KillTree(pid_t root, bool include_root) {
+  for (int round = 0; round < 1000; ++round) {
+    auto children = ChildrenMap();
+    int killed = 0;
+    KillCollected(children, root, &killed);
+    if (Subtree(children, root).empty()) break;
+    if (killed == 0) usleep(1000);
+  }
+  if (include_root) kill(root, SIGKILL);
+}
+
+int KillChildrenExcept(pid_t parent, const std::set<pid_t>& keep) {
+  int total = 0;
+  for (int round = 0; round < 1000; ++round) {
+    auto children = ChildrenMap();
+    auto it = children.find(parent);
+    int found = 0, killed = 0;
+    if (it != children.end()) {
+      for (pid_t c : it->second) {
+        if (keep.count(c)) continue;
+        ++found;
+        KillCollected(children, c, &killed);
+        if (KillIfChildOf(c, parent)) ++killed;
+      }
+    }
+    total += killed;
+    if (found == 0) break;
+    if (killed == 0) usleep(1000);
+  }
+  return total;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,235 @@
+#include "protocol/mcp_session.h"
+
+#include <thread>
+
+#include "base/cancel.h"
+#include "base/log.h"
+#include "base/version.h"
+
+namespace mcpexec {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kSupportedProtocolVersions = {"2025-11-25", "2025-06-18",
+                                                             "2025-03-26", "2024-11-05"};
+
+std::string NegotiateProtocolVersion(const std::string& requested) {
+  for (const auto& v : kSupportedProtocolVersions) {
+    if (v == requested) return v;
+  }
+  return kSupportedProtocolVersions.front();
+}
+
+namespace jsonrpc {
+json Error(const json& id, int code, const std::string& message) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
+}
+json Result(const json& id, const json& result) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
+}
+}  // namespace jsonrpc
+
+McpSession::McpSession(ToolBackend& backend, Sender send)
+    : backend_(backend), send_(std::move(send)) {}
+
+McpSession::~McpSession() {
+  // Call threads hold `this`: none may outlive it. Cancelled runs end within
+  // the executor's own bounds (kill grace, pipe grace, a queue that wakes on
+  // cancel), so this wait ends; it is not cut short by a timeout.
+  CancelAll();
+  while (!WaitIdle(std::chrono::seconds(30))) {
+    log::Warn("session_waits_for_calls", {{"in_flight", in_flight()}});
+  }
+}
+
+std::string McpSession::protocol_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return protocol_version_;
+}
+
+int64_t McpSession::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+void McpSession::HandleText(const std::string& text) {
+  json msg;
+  try {
+    msg = json::parse(text);
+  } catch (const json::exception& e) {
+    send_(jsonrpc::Error(nullptr, jsonrpc::kParseError, std::string("parse error: ") + e.what()));
+    return;
+  }
+  Handle(msg);
+}
+
+void McpSession::Handle(const json& msg) {
+  if (msg.is_array()) {
+    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest,
+                         "batch requests are not supported; send one message at a time"));
+    return;
+  }
+  if (!msg.is_object()) {
+    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest, "a message must be a JSON object"));
+    return;
+  }
+  bool has_id = msg.contains("id");
+  json id = has_id ? msg["id"] : json(nullptr);
+  bool id_ok = !has_id || id.is_string() || id.is_number_integer();
+  if (msg.value("jsonrpc", json()) != "2.0") {
+    send_(jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest,
+                         "jsonrpc must be \"2.0\""));
+    return;
+  }
+  if (!msg.contains("method")) {
+    // A response from the client (we send no requests): nothing to do.
+    if (msg.contains("result") || msg.contains("error")) return;
+    send_(
+        jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest, "method is missing"));
+    return;
+  }
+  if (!msg["method"].is_string()) {
+    send_(jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest,
+                         "method must be a string"));
+    return;
+  }
+  if (!id_ok) {
+    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest, "id must be a string or an integer"));
+    return;
+  }
+  const std::string method = msg["method"];
+  json params = msg.value("params", json::object());
+  if (!params.is_object() && !params.is_null()) {
+    if (has_id) send_(jsonrpc::Error(id, jsonrpc::kInvalidParams, "params must be an object"));
+    return;
+  }
+  if (params.is_null()) params = json::object();
+  if (has_id) {
+    HandleRequest(id, method, params);
+  } else {
+    HandleNotification(method, params);
+  }
+}
+
+void McpSession::HandleRequest(const json& id, const std::string& method, const json& params) {
+  if (method == "initialize") {
+    std::string requested = params.value("protocolVersion", json("")).is_string()
+                                ? params.value("protocolVersion", std::string())
+                                : std::string();
+    std::string version = NegotiateProtocolVersion(requested);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      protocol_version_ = version;
+    }
+    initialized_ = true;
+    json client = params.value("clientInfo", json::object());
+    log::Info("initialize",
+              {{"protocol_version", version},
+               {"client", client.is_object() ? client.value("name", json("")) : json("")}});
+    send_(jsonrpc::Result(
+        id, {{"protocolVersion", version},
+             {"capabilities", {{"tools", {{"listChanged", false}}}}},
+             {"serverInfo",
+              {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}},
+             {"instructions",
+              "Use the exec tool to run Python code: write a complete script, print the results "
+              "you need, and read stdout, stderr and exit_code. Every call starts fresh."}}));
+    return;
+  }
+  if (method == "ping") {
+    send_(jsonrpc::Result(id, json::object()));
+    return;
+  }
+  if (!initialized_) {
+    send_(jsonrpc::Error(id, jsonrpc::kInvalidRequest,
+                         "the session is not initialized: send initialize first"));
+    return;
+  }
+  if (method == "tools/list") {
+    send_(jsonrpc::Result(id, {{"tools", json::array({backend_.ToolDescriptor()})}}));
+    return;
+  }
+  if (method == "tools/call") {
+    StartToolCall(id, params);
+    return;
+  }
+  send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
+}
+
+void McpSession::HandleNotification(const std::string& method, const json& params) {
+  if (method == "notifications/cancelled") {
+    json rid = params.value("requestId", json(nullptr));
+    std::shared_ptr<CancelToken> token;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = calls_.find(rid.dump());
+      if (it != calls_.end()) token = it->second;
+    }
+    if (token) {
+      log::Info("cancel", {{"request_id", rid}});
+      token->Cancel();
+    }
+  }
+  // notifications/initialized and anything unknown: nothing to answer.
+}
+
+void McpSession::StartToolCall(const json& id, const json& params) {
+  json name = params.value("name", json(nullptr));
+  if (!name.is_string() || name.get<std::string>() != ExecToolName()) {
+    send_(jsonrpc::Error(
+        id, jsonrpc::kInvalidParams,
+        "unknown tool: " + (name.is_string() ? name.get<std::string>() : name.dump()) +
+            " (this server has one tool, exec)"));
+    return;
+  }
+  json args = params.value("arguments", json::object());
+  if (args.is_null()) args = json::object();
+  if (!args.is_object()) {
+    send_(jsonrpc::Result(id, ToolError("arguments must be an object")));
+    return;
+  }
+  auto validated = ValidateExecArguments(args, backend_.config());
+  if (auto* err = std::get_if<std::string>(&validated)) {
+    send_(jsonrpc::Result(id, ToolError(*err)));
+    return;
+  }
+  std::string why;
+  if (!backend_.Admit(&why)) {
+    log::Warn("at_capacity", {});
+    send_(jsonrpc::Result(id, ToolError(why)));
+    return;
+  }
+  auto token = std::make_shared<CancelToken>();
+  std::string key = id.dump();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_[key] = token;
+    ++in_flight_;
+  }
+  ExecRequest req = std::get<ExecRequest>(std::move(validated));
+  std::thread([this, id, key, token, req = std::move(req)] {
+    json result = backend_.Execute(req, *token);
+    // A cancelled request gets no response (MCP cancellation); one ended by
+    // the server's shutdown is answered.
+    if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
+      send_(jsonrpc::Result(id, result));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = calls_.find(key);
+    if (it != calls_.end() && it->second == token) calls_.erase(it);
+    --in_flight_;
+    idle_cv_.notify_all();
+  }).detach();
+}
+
+void McpSession::CancelAll(CancelReason why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, token] : calls_) token->Cancel(why);
+}
+
+bool McpSession::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return in_flight_ == 0; });
+}
+
+}  // namespace mcpexec

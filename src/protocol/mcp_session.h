@@ -1,0 +1,85 @@
+// MCP over JSON-RPC 2.0, independent of the transport: a session takes
+// messages in and hands responses to a sender (possibly later and from
+// another thread: a tools/call runs on its own thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/cancel.h"
+#include "base/config.h"
+#include "tool/contract.h"
+
+namespace mcpexec {
+
+extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
+std::string NegotiateProtocolVersion(const std::string& requested);
+
+// The backend shared by every session: knows the limits and runs code.
+class ToolBackend {
+ public:
+  virtual ~ToolBackend() = default;
+  virtual const Config& config() const = 0;
+  virtual nlohmann::json ToolDescriptor() const = 0;
+  // Reserves room for one run; on false, *why says the server is at capacity.
+  virtual bool Admit(std::string* why) = 0;
+  // Runs an admitted request; returns a CallToolResult.
+  virtual nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel) = 0;
+};
+
+namespace jsonrpc {
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+nlohmann::json Error(const nlohmann::json& id, int code, const std::string& message);
+nlohmann::json Result(const nlohmann::json& id, const nlohmann::json& result);
+}  // namespace jsonrpc
+
+class McpSession {
+ public:
+  using Sender = std::function<void(const nlohmann::json&)>;
+  McpSession(ToolBackend& backend, Sender send);
+  ~McpSession();
+
+  // A raw message: -32700 if it is not JSON.
+  void HandleText(const std::string& text);
+  void Handle(const nlohmann::json& msg);
+
+  // Ends every run of this session (queued ones never start) and, with
+  // WaitIdle, waits for their threads. kClient: the calls get no answer (MCP
+  // cancellation); kShutdown: each call is answered, with its output so far
+  // and reason "shutdown", or a tool error if it had not started.
+  void CancelAll(CancelReason why = CancelReason::kClient);
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  int64_t in_flight() const;
+
+  bool initialized() const { return initialized_.load(); }
+  std::string protocol_version() const;
+
+ private:
+  void HandleRequest(const nlohmann::json& id, const std::string& method,
+                     const nlohmann::json& params);
+  void HandleNotification(const std::string& method, const nlohmann::json& params);
+  void StartToolCall(const nlohmann::json& id, const nlohmann::json& params);
+
+  ToolBackend& backend_;
+  Sender send_;
+  std::atomic<bool> initialized_{false};
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  std::string protocol_version_;
+  std::map<std::string, std::shared_ptr<CancelToken>> calls_;  // key: id.dump()
+  int64_t in_flight_ = 0;
+};
+
+}  // namespace mcpexec

@@ -1,0 +1,98 @@
+#include "supervisor/doctor.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "sandbox/layers.h"
+#include "base/version.h"
+#include "supervisor/zygote_client.h"
+
+namespace mcpexec {
+
+using json = nlohmann::json;
+
+std::string SandboxRefusal(const RuntimeReport& report) {
+  auto layers = sandbox::LayersFromJson(report.sandbox.value("layers", json::array()));
+  if (layers.empty()) return "the zygote reported no sandbox layers";
+  if (const sandbox::LayerStatus* missing = sandbox::MissingRequired(layers)) {
+    return "the sandbox layer '" + missing->name + "' cannot be applied on this host (" +
+           missing->detail + "; fix: " + missing->fix + ")";
+  }
+  return "";
+}
+
+std::string DoctorText(const RuntimeReport& report) {
+  std::ostringstream o;
+  o << "mcp-exec " << MCP_EXEC_VERSION << " doctor: "
+    << (geteuid() == 0 ? "running as root" : "running as uid " + std::to_string(geteuid()))
+    << ", zygote namespaces: " << report.sandbox.value("namespaces", "?") << "\n";
+  for (const auto& l : sandbox::LayersFromJson(report.sandbox.value("layers", json::array()))) {
+    char line[512];
+    snprintf(line, sizeof line, "  %-10s %-20s %s%s\n", l.active ? "[active]" : "[inactive]",
+             l.name.c_str(), l.detail.c_str(), l.required ? "  (required)" : "");
+    o << line;
+    if (!l.active && !l.fix.empty()) o << "             fix: " << l.fix << "\n";
+  }
+  o << "  Python " << report.python_version << "; packages:";
+  for (auto& [name, version] : report.packages) o << " " << name << " " << version;
+  for (auto& name : report.missing) o << " " << name << " (MISSING)";
+  o << "\n";
+  std::string refusal = SandboxRefusal(report);
+  o << (refusal.empty() ? "verdict: runs code: every required layer holds\n"
+                        : "verdict: REFUSES to run code: " + refusal + "\n");
+  return o.str();
+}
+
+std::string SandboxSummary(const RuntimeReport& report) {
+  auto layers = sandbox::LayersFromJson(report.sandbox.value("layers", json::array()));
+  auto active = [&](const char* name) {
+    for (const auto& l : layers) {
+      if (l.name == name) return l.active;
+    }
+    return false;
+  };
+  if (!SandboxRefusal(report).empty()) return "";
+  std::string s = "Sandbox: no network (sockets other than AF_UNIX are refused), not root";
+  if (active("filesystem_readonly") || active("landlock")) {
+    s += ", read-only everywhere except the working directory";
+    if (active("mount_namespace")) s += " and a private /tmp";
+  }
+  return s + "; memory, processes, file sizes and open files are limited.";
+}
+
+int RunDoctor(const Config& config, bool json_output) {
+  ZygoteClient zygote(config);
+  std::string error;
+  if (!zygote.Start(&error)) {
+    if (json_output) {
+      printf("%s\n", json({{"ok", false}, {"error", error}}).dump(2).c_str());
+    } else {
+      printf("mcp-exec doctor: the zygote could not start: %s\n", error.c_str());
+    }
+    return 1;
+  }
+  RuntimeReport report = zygote.report();
+  zygote.Shutdown();
+  std::string refusal = SandboxRefusal(report);
+  if (json_output) {
+    json pk = json::object();
+    for (auto& [name, version] : report.packages) pk[name] = version;
+    json out = {{"ok", refusal.empty()},
+                {"version", MCP_EXEC_VERSION},
+                {"uid", geteuid()},
+                {"python", report.python_version},
+                {"packages", pk},
+                {"missing_packages", report.missing},
+                {"namespaces", report.sandbox.value("namespaces", "")},
+                {"layers", report.sandbox.value("layers", json::array())},
+                {"refusal", refusal}};
+    printf("%s\n", out.dump(2).c_str());
+  } else {
+    fputs(DoctorText(report).c_str(), stdout);
+  }
+  return refusal.empty() ? 0 : 1;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,23 @@
+// `mcp-exec doctor`: starts the zygote exactly as the server would, and
+// prints which sandbox layers hold on this host, with the reason and the fix
+// for each one that does not. Exit status 0 when the server would run code.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/config.h"
+#include "tool/contract.h"
+
+namespace mcpexec {
+
+int RunDoctor(const Config& config, bool json_output);
+
+// The verdict for a zygote report: "" when every required layer holds, else
+// the refusal.
+std::string SandboxRefusal(const RuntimeReport& report);
+std::string DoctorText(const RuntimeReport& report);
+// One sentence for the tool description: what holds, stated only if true.
+std::string SandboxSummary(const RuntimeReport& report);
+
+}  // namespace mcpexec

@@ -1,0 +1,403 @@
+#include "supervisor/zygote_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "base/fs_util.h"
+#include "base/log.h"
+#include "process/proc_tree.h"
+#include "sandbox/cgroups.h"
+#include "sandbox/namespaces.h"
+
+namespace mcpexec {
+
+void RunSlot::Notify() {
+  cv.notify_all();
+  if (wake_fd >= 0) {
+    uint64_t one = 1;
+    (void)!write(wake_fd, &one, sizeof one);
+  }
+}
+
+std::vector<std::string> ZygoteEnvironment(const Config& config, const std::string& cache_dir) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      "LANG=C.UTF-8",
+      "LC_ALL=C.UTF-8",
+      "HOME=" + cache_dir,
+      "MPLBACKEND=Agg",
+      "MPLCONFIGDIR=" + cache_dir + "/matplotlib",
+      // One thread per native pool: the zygote must stay single-threaded to
+      // fork safely, and runs share the machine's cores with each other.
+      "OPENBLAS_NUM_THREADS=1",
+      "OMP_NUM_THREADS=1",
+      "MKL_NUM_THREADS=1",
+      "NUMEXPR_NUM_THREADS=1",
+      "NUMEXPR_MAX_THREADS=1",
+      "VECLIB_MAXIMUM_THREADS=1",
+      "PYTHONDONTWRITEBYTECODE=1",
+      // Each thread's malloc arena reserves 64 MiB of address space, which
+      // the run's RLIMIT_AS counts: a thread pool would exhaust it unused.
+      "MALLOC_ARENA_MAX=2",
+  };
+  // Not secrets: they select OpenBLAS kernels on CPUs where older builds
+  // compute wrong results.
+  for (const char* name : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
+    if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+  }
+  return env;
+}
+
+ZygoteClient::ZygoteClient(const Config& config) : config_(config) {}
+
+ZygoteClient::~ZygoteClient() { Shutdown(); }
+
+bool ZygoteClient::SpawnLocked(std::string* error) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    *error = std::string("socketpair: ") + strerror(errno);
+    return false;
+  }
+  std::string cache = config_.workdir_root + "/mcp-exec-cache-" + std::to_string(geteuid());
+  EnsureDir(cache, 0700);
+  std::vector<std::string> env = ZygoteEnvironment(config_, cache);
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  if (!cgroups_detected_) {
+    // Before any thread exists, like everything else here.
+    cgroups_ = sandbox::cgroups::Detect();
+    cgroups_detected_ = true;
+  }
+  std::vector<int> sets = sandbox::namespaces::FlagSets();
+  pid_t pid = -1;
+  int spawn_errno = 0;
+  for (; ns_attempt_ < sets.size(); ++ns_attempt_) {
+    int flags = sets[ns_attempt_];
+    // Runners forked in advance: up to one per concurrent run, at most 4.
+    std::vector<std::string> args = {
+        "mcp-exec-zygote",
+        "__zygote",
+        "--control-fd=3",
+        "--supervisor=" + std::to_string(getpid()),
+        "--spares=" + std::to_string(std::min<int64_t>(config_.max_concurrent, 4)),
+        "--ns=" + sandbox::namespaces::FlagNames(flags),
+        "--outer-uid=" + std::to_string(geteuid()),
+        "--outer-gid=" + std::to_string(getegid()),
+        "--memory-bytes=" + std::to_string(config_.memory_limit_mb << 20),
+        "--disk-bytes=" + std::to_string(config_.disk_limit_mb << 20),
+        "--max-processes=" + std::to_string(config_.max_processes),
+        "--max-open-files=" + std::to_string(config_.max_open_files),
+        "--cgroup-version=" + std::to_string(cgroups_.version),
+        "--cgroup-memory-dir=" + cgroups_.memory_dir,
+        "--cgroup-pids-dir=" + cgroups_.pids_dir,
+        "--cgroup-why-not-memory=" + cgroups_.why_not_memory,
+        "--cgroup-why-not-pids=" + cgroups_.why_not_pids,
+    };
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // fd 3: the control socket; 4 and 5: the runs' cgroup parents.
+    int fds[3] = {sv[1], cgroups_.memory_fd, cgroups_.pids_fd};
+    pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(),
+                                              fds, 3);
+    if (pid > 0) {
+      ns_flags_ = flags;
+      break;
+    }
+    spawn_errno = errno;
+  }
+  close(sv[1]);
+  if (pid <= 0) {
+    close(sv[0]);
+    *error = std::string("clone(/proc/self/exe __zygote): ") + strerror(spawn_errno);
+    return false;
+  }
+  control_ = sv[0];
+  pid_ = pid;
+  return true;
+}
+
+int ZygoteClient::AwaitReadyMessage(std::string* error) {
+  // Warm-up imports six packages; on a cold page cache that takes seconds.
+  pollfd p{control_, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, 180000);
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0) {
+    *error = "the zygote did not finish its warm-up within 180 s";
+    return 0;
+  }
+  wire::Header h;
+  std::string payload;
+  std::vector<int> fds;
+  int r = wire::Receive(control_, &h, &payload, &fds);
+  for (int fd : fds) close(fd);
+  if (r <= 0) {
+    *error = "the zygote exited during its warm-up (see its log lines above)";
+    return 0;
+  }
+  if (h.type == wire::Type::kFatal) {
+    *error = "the zygote cannot serve: " + payload;
+    return h.value == wire::kFatalNamespaces ? -1 : 0;
+  }
+  if (h.type != wire::Type::kReady) {
+    *error = "unexpected first message from the zygote";
+    return 0;
+  }
+  try {
+    report_ = ParseRuntimeReport(nlohmann::json::parse(payload));
+  } catch (const std::exception& e) {
+    *error = std::string("unreadable zygote report: ") + e.what();
+    return 0;
+  }
+  return 1;
+}
+
+bool ZygoteClient::Start(std::string* error) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!SpawnLocked(error)) return false;
+    }
+    int r = AwaitReadyMessage(error);
+    if (r == 1) break;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    close(control_);
+    control_ = -1;
+    if (r == 0) return false;
+    log::Warn("zygote_namespaces_refused",
+              {{"namespaces", sandbox::namespaces::FlagNames(ns_flags_)}, {"error", *error}});
+    ++ns_attempt_;  // the host refused these namespaces: try fewer
+  }
+  nlohmann::json pk = nlohmann::json::object();
+  for (auto& [name, version] : report_.packages) pk[name] = version;
+  log::Info("zygote_ready", {{"pid", pid_},
+                             {"python", report_.python_version},
+                             {"packages", pk},
+                             {"missing", report_.missing},
+                             {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::steady_clock::now() - t0)
+                                               .count()}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = true;
+  }
+  ready_cv_.notify_all();
+  if (!reader_.joinable()) reader_ = std::thread([this] { ReaderLoop(); });
+  return true;
+}
+
+bool ZygoteClient::WaitReady(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return ready_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    return ready_ || shutting_down_;
+  }) && ready_;
+}
+
+void ZygoteClient::FailAllRuns(const std::string& reason) {
+  std::map<uint64_t, std::shared_ptr<RunSlot>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    runs.swap(runs_);
+  }
+  for (auto& [id, slot] : runs) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->lost = true;
+    slot->lost_reason = reason;
+    slot->Notify();
+  }
+}
+
+void ZygoteClient::ReaderLoop() {
+  for (;;) {
+    int control;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      control = control_;
+    }
+    wire::Header h;
+    std::string payload;
+    std::vector<int> fds;
+    int r = control >= 0 ? wire::Receive(control, &h, &payload, &fds) : 0;
+    for (int fd : fds) close(fd);
+    if (r > 0) {
+      std::shared_ptr<RunSlot> slot;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = runs_.find(h.run_id);
+        if (it != runs_.end()) {
+          slot = it->second;
+          if (h.type == wire::Type::kExited || h.type == wire::Type::kStartFailed) runs_.erase(it);
+        }
+      }
+      if (!slot) continue;
+      std::lock_guard<std::mutex> lock(slot->mu);
+      if (h.type == wire::Type::kStarted) {
+        slot->started = true;
+        slot->pid = static_cast<pid_t>(h.value);
+      } else if (h.type == wire::Type::kExited) {
+        slot->exited = true;
+        slot->wait_status = static_cast<int>(h.value);
+        slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
+      } else if (h.type == wire::Type::kStartFailed) {
+        slot->lost = true;
+        slot->lost_reason = "the sandbox could not start this run: " + payload;
+      }
+      slot->Notify();
+      continue;
+    }
+    // The zygote is gone (or its socket broke).
+    pid_t pid;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = false;
+      if (control_ >= 0) close(control_);
+      control_ = -1;
+      pid = pid_;
+      pid_ = 0;
+    }
+    bool shutting_down;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutting_down = shutting_down_;
+    }
+    int status = 0;
+    if (pid > 0) {
+      // On shutdown the zygote is busy killing every run's tree: let it.
+      if (!shutting_down) kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    // Runners die with their zygote (parent-death signal); what they started
+    // was re-parented to us (we are a subreaper): end it before going on.
+    KillChildrenExcept(getpid(), {});
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    FailAllRuns(shutting_down ? "the server is shutting down; the run was ended"
+                              : "the sandbox process died during this run and was restarted; "
+                                "the run was lost");
+    if (shutting_down) return;
+    log::Error("zygote_died", {{"pid", pid},
+                               {"exit_status", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
+                               {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}});
+    restarts_++;
+    for (int attempt = 0;; ++attempt) {
+      std::string error;
+      bool ok;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (shutting_down_) return;
+        ok = SpawnLocked(&error);
+      }
+      if (ok && AwaitReadyMessage(&error) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_ = true;
+        ready_cv_.notify_all();
+        log::Info("zygote_restarted", {{"pid", pid_}, {"attempt", attempt + 1}});
+        break;
+      }
+      log::Error("zygote_restart_failed", {{"error", error}, {"attempt", attempt + 1}});
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (control_ >= 0) close(control_);
+        control_ = -1;
+        if (pid_ > 0) {
+          kill(pid_, SIGKILL);
+          waitpid(pid_, nullptr, 0);
+          pid_ = 0;
+        }
+      }
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
+    }
+  }
+}
+
+bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+                          std::shared_ptr<RunSlot> slot, std::string* error) {
+  if (!WaitReady(60000)) {
+    *error = "the sandbox is not available (it is restarting or failed to start); try again";
+    return false;
+  }
+  int control;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control = control_;
+    runs_[run_id] = slot;
+  }
+  wire::Header h{wire::Type::kRun, 0, run_id, 0};
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    ok = wire::Send(control, h, &params, sizeof params, fds, wire::kRunFdCount);
+  }
+  if (!ok) {
+    *error = std::string("could not reach the sandbox: ") + strerror(errno);
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_.erase(run_id);
+    return false;
+  }
+  return true;
+}
+
+void ZygoteClient::Kill(uint64_t run_id) {
+  int control;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control = control_;
+  }
+  if (control < 0) return;
+  wire::Header h{wire::Type::kKill, 0, run_id, 0};
+  std::lock_guard<std::mutex> lock(send_mu_);
+  wire::Send(control, h, nullptr, 0, nullptr, 0);
+}
+
+void ZygoteClient::Shutdown() {
+  pid_t pid;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    pid = pid_;
+    // Half-close: the zygote reads EOF, kills every runner and exits; our
+    // reader then sees EOF too.
+    if (control_ >= 0) shutdown(control_, SHUT_RDWR);
+  }
+  ready_cv_.notify_all();
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ > 0) {
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+  if (control_ >= 0) close(control_);
+  control_ = -1;
+  // The zygote and every run are gone: so are the runs' cgroups.
+  sandbox::cgroups::RemoveParents(cgroups_);
+  cgroups_ = {};
+  (void)pid;
+}
+
+RuntimeReport ZygoteClient::report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return report_;
+}
+
+pid_t ZygoteClient::zygote_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pid_;
+}
+
+}  // namespace mcpexec

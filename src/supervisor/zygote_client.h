@@ -1,0 +1,92 @@
+// The supervisor's end of the zygote: spawns it (the server's own binary in
+// zygote mode, with an explicit environment), waits for its warm-up report,
+// routes its messages to the runs that wait for them, and restarts it when it
+// dies. The runs that were in flight then learn that they were lost.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/config.h"
+#include "tool/contract.h"
+#include "sandbox/cgroups.h"
+#include "process/wire.h"
+
+namespace mcpexec {
+
+// What the zygote has told us about one run. Guarded by its own mutex; the
+// run's I/O loop is woken through wake_fd (an eventfd) on every change.
+struct RunSlot {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  pid_t pid = 0;
+  bool exited = false;
+  int wait_status = 0;
+  bool oom_killed = false;  // the run's cgroup killed something for memory
+  bool lost = false;        // the zygote died or refused the run
+  std::string lost_reason;
+  int wake_fd = -1;
+  void Notify();
+};
+
+class ZygoteClient {
+ public:
+  explicit ZygoteClient(const Config& config);
+  ~ZygoteClient();
+
+  // Spawns the zygote and waits for its report. Call before any other thread
+  // of the server exists.
+  bool Start(std::string* error);
+  // Waits (bounded) until a zygote is ready; false if it cannot be had.
+  bool WaitReady(int timeout_ms);
+  // Sends a run; fds are the runner's ends (the caller closes its copies).
+  bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+              std::shared_ptr<RunSlot> slot, std::string* error);
+  void Kill(uint64_t run_id);
+  // Closes the control socket (the zygote then kills every runner and exits)
+  // and reaps it.
+  void Shutdown();
+
+  RuntimeReport report() const;
+  pid_t zygote_pid() const;
+  int64_t restarts() const { return restarts_.load(); }
+
+ private:
+  bool SpawnLocked(std::string* error);
+  // 1 ready, 0 failed, -1 the namespaces could not be finished (try fewer).
+  int AwaitReadyMessage(std::string* error);
+  void ReaderLoop();
+  void FailAllRuns(const std::string& reason);
+
+  const Config& config_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_;
+  int control_ = -1;
+  pid_t pid_ = 0;
+  bool ready_ = false;
+  bool shutting_down_ = false;
+  RuntimeReport report_;
+  std::map<uint64_t, std::shared_ptr<RunSlot>> runs_;
+  std::thread reader_;
+  std::atomic<int64_t> restarts_{0};
+  size_t ns_attempt_ = 0;  // index into namespaces::FlagSets() that works here
+  int ns_flags_ = 0;
+  sandbox::cgroups::Delegation cgroups_;  // found once, before the first spawn
+  bool cgroups_detected_ = false;
+  std::mutex send_mu_;
+};
+
+// The environment every zygote (and so every runner) starts with: nothing of
+// the server's, only what the runtime needs.
+std::vector<std::string> ZygoteEnvironment(const Config& config, const std::string& cache_dir);
+
+}  // namespace mcpexec

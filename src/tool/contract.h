@@ -1,0 +1,68 @@
+// The `exec` tool: schemas, description, argument validation in the order of
+// the contract, and the shape of results. Pure functions, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/config.h"
+
+namespace mcpexec {
+
+struct ExecRequest {
+  std::string code;
+  std::string stdin_data;
+  int64_t timeout_s = 0;  // already defaulted and clamped
+};
+
+struct ExecResult {
+  std::string stdout_data;  // raw bytes; repaired to UTF-8 when serialized
+  std::string stderr_data;
+  int exit_code = 0;  // 0-255, or -1 on timeout or signal
+  int64_t duration_ms = 0;
+  bool truncated = false;
+  bool timed_out = false;
+  // Ours (optional extras of the output schema).
+  int signal = 0;      // the signal that ended the run, 0 if none
+  std::string reason;  // "", "timeout", "signal", "cancelled", ...
+  int64_t queue_ms = 0;
+  int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
+  // For the log: the lockdown's cost on the request's path and ahead of it.
+  int32_t lockdown_us = 0, lockdown_ahead_us = 0;
+};
+
+// What the zygote reports about its interpreter (python version, packages).
+struct RuntimeReport {
+  std::string python_version;
+  // distribution name -> version, only the importable ones, in promise order.
+  std::vector<std::pair<std::string, std::string>> packages;
+  std::vector<std::string> missing;  // promised but not importable
+  nlohmann::json sandbox;            // namespaces and layers, from the zygote
+};
+
+RuntimeReport ParseRuntimeReport(const nlohmann::json& j);
+
+const char* ExecToolName();
+// Every value the result's `reason` can take.
+const std::vector<std::string>& ExecReasons();
+nlohmann::json ExecInputSchema();
+nlohmann::json ExecOutputSchema();
+std::string ExecDescription(const Config& config, const RuntimeReport& runtime,
+                            const std::string& sandbox_summary);
+
+// Returns the request, or the tool-error message.
+std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& arguments,
+                                                             const Config& config);
+
+// Timeout rule 4 of the contract, on a value already known to be an integer.
+int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);
+
+nlohmann::json StructuredResult(const ExecResult& r);
+nlohmann::json ToolResult(const ExecResult& r);        // CallToolResult, isError false
+nlohmann::json ToolError(const std::string& message);  // CallToolResult, isError true
+
+}  // namespace mcpexec

@@ -1,0 +1,936 @@
+#include "transport/http_transport.h"
+
+#include <poll.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "transport/http_server.h"
+#include "base/log.h"
+#include "protocol/mcp_session.h"
+
+namespace mcpexec {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string NewSessionId() {
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) abort();
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) id += hex[b >> 4], id += hex[b & 15];
+  return id;
+}
+
+std::string Dump(const json& msg) {
+  return msg.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string SseEvent(const json& msg) { return "event: message\ndata: " + Dump(msg) + "\n\n"; }
+
+http::Response PlainError(int status, const std::string& message) {
+  http::Response r;
+  r.status = status;
+  r.content_type = "text/plain";
+  r.body = message + "\n";
+  return r;
+}
+
+http::Response JsonRpcHttpError(int status, int code, const std::string& message) {
+  http::Response r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = jsonrpc::Error(nullptr, code, message).dump();
+  return r;
+}
+
+http::Response JsonAnswer(const json& msg) {
+  http::Response r;
+  r.content_type = "application/json";
+  r.body = Dump(msg);
+  return r;
+}
+
+bool MediaTypeIs(const std::string& header, const char* type) {
+  std::string h = header.substr(0, header.find(';'));
+  h.erase(h.find_last_not_of(' ') + 1);
+  return strcasecmp(h.c_str(), type) == 0;
+}
+
+bool Accepts(const std::string& accept, const char* type) {
+  return accept.find(type) != std::string::npos || accept.find("*/*") != std::string::npos;
+}
+
+bool IsSupportedVersion(const std::string& v) {
+  for (const auto& s : kSupportedProtocolVersions) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+// A POST waiting for the answer to its request. The answer may come before
+// the POST decided to stream (then it is answered as JSON) or after (then
+// it is the stream's one event).
+struct Waiter {
+  explicit Waiter(json request_id) : id(std::move(request_id)) {}
+  const json id;
+  std::mutex mu;
+  std::optional<json> answer;            // arrived before a stream was attached
+  std::shared_ptr<http::Stream> stream;  // attached once the POST streams
+  bool answered = false;                 // written to the stream
+  Clock::time_point give_up;
+
+  // With mu held: the answer goes out on the attached stream, which ends.
+  void DeliverLocked(const json& m) {
+    answered = true;
+    stream->Write(SseEvent(m));
+    stream->End();
+  }
+};
+
+// One MCP session. Answers to requests go to the POST that waits for them;
+// everything else goes to the session's event streams (for the legacy
+// transport: every message).
+class HttpSession {
+ public:
+  HttpSession(ToolBackend& backend, bool legacy)
+      : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {}
+
+  bool legacy() const { return legacy_; }
+
+  std::shared_ptr<Waiter> Expect(const json& id) {
+    auto w = std::make_shared<Waiter>(id);
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters_[id.dump()] = w;
+    return w;
+  }
+  // Only this waiter: a client may reuse an id once answered, and this may
+  // run after it did (a stream's on_close runs when the bytes are gone).
+  void Forget(const json& id, const std::shared_ptr<Waiter>& w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = waiters_.find(id.dump());
+    if (it != waiters_.end() && it->second == w) waiters_.erase(it);
+  }
+  // Legacy transport: a request whose answer will travel on the stream.
+  void ExpectOnStream(const json& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.insert(id.dump());
+  }
+  void NotExpected(const json& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id.dump());
+    if (it != pending_.end()) pending_.erase(it);
+  }
+
+  // An event stream of this session (GET /mcp, or the legacy stream): what
+  // waited for one is written to it first.
+  void Attach(std::shared_ptr<http::Stream> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Prune();
+    while (!events_.empty()) {
+      s->Write(std::move(events_.front()));
+      events_.pop_front();
+    }
+    streams_.push_back(std::move(s));
+  }
+  void Detached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Prune();
+  }
+  void EndStreams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : streams_) s->End();
+  }
+
+  // Ends the session: its streams end, its calls are cancelled (no answer,
+  // as for a client's cancellation).
+  void Close() {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      for (auto& s : streams_) s->End();
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
+    }
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->stream) w->stream->End();
+    }
+    mcp_.CancelAll();
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+  // Nothing owed to a client: no POST waits for an answer, no legacy
+  // request is unanswered, and everything written reached the sockets.
+  bool Quiet() {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!pending_.empty()) return false;
+      for (auto& s : streams_) {
+        if (!s->Flushed()) return false;
+      }
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
+    }
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (w->stream && !w->answered) return false;
+    }
+    return true;
+  }
+
+  // Answers with an error what is still owed: POSTs past their give-up time
+  // (all of them with `all`, at shutdown) and, with `all`, the legacy
+  // stream's unanswered requests. Returns how many were answered.
+  int AnswerOverdue(Clock::time_point now, bool all, const std::string& why) {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    std::vector<std::string> legacy_ids;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [k, w] : waiters_) waiting.push_back(w);
+      if (all) legacy_ids.assign(pending_.begin(), pending_.end());
+    }
+    int n = 0;
+    for (auto& w : waiting) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      if (!w->stream || w->answered || (!all && now < w->give_up)) continue;
+      w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
+      ++n;
+    }
+    for (const auto& id : legacy_ids) {
+      Route(jsonrpc::Error(json::parse(id), jsonrpc::kInternalError, why));
+      ++n;
+    }
+    return n;
+  }
+
+  void Touch() {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_used_ = Clock::now();
+  }
+  Clock::time_point last_used() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_used_;
+  }
+  McpSession& mcp() { return mcp_; }
+  std::atomic<int> streams{0};
+
+ private:
+  void Route(const json& m) {
+    const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
+    std::shared_ptr<Waiter> w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (has_id && !legacy_) {
+        auto it = waiters_.find(m["id"].dump());
+        if (it != waiters_.end()) w = it->second;
+      }
+      if (!w) {
+        if (has_id && legacy_) {
+          auto it = pending_.find(m["id"].dump());
+          if (it != pending_.end()) pending_.erase(it);
+        }
+        if (closed_) return;
+        std::string event = SseEvent(m);
+        for (auto& s : streams_) {
+          if (s->Open()) {
+            s->Write(std::move(event));
+            return;
+          }
+        }
+        // No stream yet (or any more): kept for the next one, within reason.
+        if (events_.size() >= kMaxQueuedEvents) events_.pop_front();
+        events_.push_back(std::move(event));
+        return;
+      }
+    }
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (w->answered) return;
+    if (w->stream) {
+      w->DeliverLocked(m);
+    } else {
+      w->answer = m;
+    }
+  }
+  void Prune() {
+    streams_.erase(
+        std::remove_if(streams_.begin(), streams_.end(),
+                       [](const std::shared_ptr<http::Stream>& s) { return !s->Open(); }),
+        streams_.end());
+  }
+
+  static constexpr size_t kMaxQueuedEvents = 1000;
+  const bool legacy_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Waiter>> waiters_;
+  std::multiset<std::string> pending_;
+  std::vector<std::shared_ptr<http::Stream>> streams_;
+  std::deque<std::string> events_;
+  bool closed_ = false;
+  Clock::time_point last_used_ = Clock::now();
+  // Last: destroyed first, so that its destructor (which waits for the
+  // session's calls) runs while Route() can still reach the members above.
+  McpSession mcp_;
+};
+
+// The open sessions, and the closed ones whose calls still run: a call's
+// thread holds the session (it answers through Route), so a session is
+// destroyed only once nothing but this table holds it.
+class SessionTable {
+ public:
+  explicit SessionTable(size_t max) : max_(max) {}
+  std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.size() >= max_) return {"", nullptr};
+    std::string id = NewSessionId();
+    auto s = std::make_shared<HttpSession>(backend, legacy);
+    map_[id] = s;
+    return {id, s};
+  }
+  std::shared_ptr<HttpSession> Find(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(id);
+    if (it == map_.end()) return nullptr;
+    it->second->Touch();
+    return it->second;
+  }
+  std::shared_ptr<HttpSession> Remove(const std::string& id) {
+    std::shared_ptr<HttpSession> s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = map_.find(id);
+      if (it == map_.end()) return nullptr;
+      s = it->second;
+      map_.erase(it);
+      closing_.push_back(s);
+    }
+    s->Close();
+    return s;
+  }
+  int ExpireIdle(std::chrono::seconds idle) {
+    std::vector<std::shared_ptr<HttpSession>> expired;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto now = Clock::now();
+      for (auto it = map_.begin(); it != map_.end();) {
+        if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
+            now - it->second->last_used() > idle) {
+          expired.push_back(it->second);
+          closing_.push_back(it->second);
+          it = map_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& s : expired) s->Close();
+    return static_cast<int>(expired.size());
+  }
+  // Destroys the closed sessions nothing else holds any more (their calls
+  // are over). Returns how many closed ones remain.
+  size_t Reap() {
+    std::vector<std::shared_ptr<HttpSession>> done;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = closing_.begin(); it != closing_.end();) {
+      if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
+        done.push_back(std::move(*it));
+        it = closing_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return closing_.size();
+  }
+  std::vector<std::shared_ptr<HttpSession>> All() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<HttpSession>> out;
+    for (auto& [id, s] : map_) out.push_back(s);
+    return out;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return map_.size();
+  }
+  void CloseAll() {
+    std::vector<std::shared_ptr<HttpSession>> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, s] : map_) all.push_back(s), closing_.push_back(s);
+      map_.clear();
+    }
+    for (auto& s : all) s->Close();
+  }
+  // The sessions whose calls never ended: kept (never destroyed) so that a
+  // late call thread finds its session, when the process is about to exit.
+  void Abandon() {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(closing_));
+    (void)leaked;
+    closing_.clear();
+  }
+
+ private:
+  const size_t max_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<HttpSession>> map_;
+  std::vector<std::shared_ptr<HttpSession>> closing_;
+};
+
+// The HTTP limits, from the configuration and the descriptors we may open.
+http::Limits LimitsFor(const Config& config) {
+  http::Limits l;
+  l.max_body_bytes = static_cast<uint64_t>(EffectiveMaxRequestBytes(config));
+  // Each connection is a descriptor; keep room for the runs' pipes and the
+  // zygote's sockets, and never let a connection flood exhaust them.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    int64_t reserve = 64 + 8 * (config.max_concurrent + config.max_queue);
+    int64_t room = static_cast<int64_t>(nofile.rlim_cur) - reserve;
+    l.max_connections = static_cast<size_t>(std::clamp<int64_t>(room, 16, 1024));
+  }
+  l.max_connections_per_client = std::min<size_t>(l.max_connections_per_client, l.max_connections);
+  return l;
+}
+
+// Headers a browser may send on a cross-origin request to us.
+constexpr const char* kCorsAllowHeaders =
+    "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH";
+constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
+
+class HttpTransport final : public http::Handler {
+ public:
+  HttpTransport(ExecService& service, const Config& config)
+      : service_(service),
+        config_(config),
+        listen_(http_policy::ParseAddr(config.addr)),
+        sessions_(static_cast<size_t>(config.max_sessions)),
+        server_(*this, LimitsFor(config)) {}
+
+  int Run(int signal_fd);
+
+  std::optional<http::Response> Screen(const http::Request& req, http::Headers* extra) override;
+  bool Inline(const http::Request& req) override;
+  void Handle(http::Request req, std::shared_ptr<http::Exchange> ex) override;
+  void Refused(int status, const std::string& method, const std::string& path,
+               const std::string& client) override;
+
+ private:
+  static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
+  http::Response Preflight(const http::Request& req);
+  void StreamablePost(const http::Request& req, http::Exchange& ex);
+  void StreamableGet(const http::Request& req, http::Exchange& ex);
+  void StreamableDelete(const http::Request& req, http::Exchange& ex);
+  void LegacyGet(const http::Request& req, http::Exchange& ex);
+  void LegacyPost(const http::Request& req, http::Exchange& ex);
+  bool ReserveStream();
+  // Shutdown: the calls past the grace period are ended and answered.
+  void Drain();
+  void FlushRefusalLog(Clock::time_point now);
+
+  ExecService& service_;
+  const Config& config_;
+  const http_policy::Listen listen_;
+  SessionTable sessions_;
+  std::atomic<int64_t> streams_{0};       // open GET and legacy streams
+  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
+  std::atomic<bool> stopping_{false};     // no new work; streams end
+  // Refusal log lines, at most kRefusalLinesPerSecond (the rest counted).
+  static constexpr int kRefusalLinesPerSecond = 50;
+  std::mutex refusal_mu_;
+  Clock::time_point refusal_window_ = Clock::now();
+  int refusal_lines_ = 0;
+  int64_t refusals_unlogged_ = 0;
+  // Last: stopped and destroyed first, while what its callbacks reach lives.
+  http::Server server_;
+};
+
+std::optional<http::Response> HttpTransport::Screen(const http::Request& req,
+                                                    http::Headers* extra) {
+  // Health probes are exempt: they reveal nothing and load balancers rarely
+  // send headers. /metrics is not exempt.
+  if (IsProbe(req.path)) return std::nullopt;
+  const std::string origin = req.Header("Origin");
+  const bool origin_ok =
+      http_policy::OriginAllowed(origin, config_.allowed_origins, listen_.loopback);
+  if (!origin.empty() && origin_ok) {
+    // Every answer to an allowed browser origin lets its page read it (a
+    // 401 included, so that the page can tell the user why).
+    extra->emplace_back("Access-Control-Allow-Origin", origin);
+    extra->emplace_back("Vary", "Origin");
+    extra->emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id");
+  }
+  // A CORS preflight never carries credentials, so OPTIONS needs no token;
+  // it still passes the Host and Origin checks.
+  if (req.method != "OPTIONS" && !config_.auth_token.empty() &&
+      !http_policy::TokenMatches(req.Header("X-MCP-AUTH"), config_.auth_token)) {
+    http::Response r;
+    r.status = 401;
+    r.content_type = "text/plain";
+    r.body = "unauthorized";  // the contract's exact body
+    return r;
+  }
+  if (!http_policy::HostAllowed(req.Header("Host"), listen_.loopback)) {
+    return PlainError(403, "forbidden: Host is not a loopback name (DNS-rebinding protection)");
+  }
+  if (!origin_ok) {
+    return PlainError(403, "forbidden: Origin not allowed (MCP_EXEC_ALLOWED_ORIGINS)");
+  }
+  return std::nullopt;
+}
+
+bool HttpTransport::Inline(const http::Request& req) {
+  // Answered on the I/O thread, touching nothing shared: liveness never
+  // waits behind MCP work or another component's lock.
+  return req.path == "/healthz" || req.method == "OPTIONS";
+}
+
+http::Response HttpTransport::Preflight(const http::Request& req) {
+  http::Response r;
+  r.status = 204;
+  r.headers = {{"Allow", kCorsAllowMethods}};
+  if (!req.Header("Origin").empty()) {  // allowed, or Screen refused it
+    r.headers.emplace_back("Access-Control-Allow-Methods", kCorsAllowMethods);
+    r.headers.emplace_back("Access-Control-Allow-Headers", kCorsAllowHeaders);
+    r.headers.emplace_back("Access-Control-Max-Age", "600");
+  }
+  return r;
+}
+
+void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex) {
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (path == "/healthz" && get) {
+    http::Response r;
+    r.content_type = "text/plain";
+    r.body = "ok\n";
+    return ex->Reply(std::move(r));
+  }
+  if (path == "/readyz" && get) {
+    if (!stopping_ && service_.Ready()) {
+      http::Response r;
+      r.content_type = "text/plain";
+      r.body = "ready\n";
+      return ex->Reply(std::move(r));
+    }
+    return ex->Reply(
+        PlainError(503, stopping_ ? "shutting down"
+                                  : "not ready: the sandbox is starting, refused, or at capacity"));
+  }
+  if (path == "/metrics" && get) {
+    Metrics::Gauges g = service_.Gauges();
+    g.sessions = static_cast<int64_t>(sessions_.size());
+    g.streams = streams_;
+    http::Response r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = service_.metrics().Render(g);
+    return ex->Reply(std::move(r));
+  }
+  if (config_.transport == Transport::kHttp) {
+    if (path != "/mcp") return ex->Reply(PlainError(404, "not found"));
+    if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
+    if (req.method == "POST") return StreamablePost(req, *ex);
+    if (req.method == "GET") return StreamableGet(req, *ex);
+    if (req.method == "DELETE") return StreamableDelete(req, *ex);
+    http::Response r = PlainError(405, "method not allowed");
+    r.headers.emplace_back("Allow", "GET, POST, DELETE");
+    return ex->Reply(std::move(r));
+  }
+  if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
+  if (req.method == "POST" && path == "/message") return LegacyPost(req, *ex);
+  // The reference answers the stream's GET on any path: /sse and / both work.
+  if (req.method == "GET") return LegacyGet(req, *ex);
+  ex->Reply(PlainError(404, "not found"));
+}
+
+void HttpTransport::Refused(int status, const std::string& method, const std::string& path,
+                            const std::string& client) {
+  // A probe's "not ready" is an answer, not a refusal.
+  if (status == 503 && path == "/readyz") return;
+  service_.metrics().RecordHttpRefused(status);
+  // The log is written synchronously: a flood of refusals must not become a
+  // flood of lines (nor stall the I/O threads). The metric counts them all.
+  {
+    std::lock_guard<std::mutex> lock(refusal_mu_);
+    FlushRefusalLog(Clock::now());
+    if (refusal_lines_ >= kRefusalLinesPerSecond) {
+      ++refusals_unlogged_;
+      return;
+    }
+    ++refusal_lines_;
+  }
+  // Metadata only: never a header's value (the token) nor the body, and the
+  // path without its query string. Bounded: both come from the client.
+  log::Warn("http_refused", {{"status", status},
+                             {"method", method.substr(0, 16)},
+                             {"path", path.substr(0, 256)},
+                             {"client", client}});
+}
+
+// With refusal_mu_ held.
+void HttpTransport::FlushRefusalLog(Clock::time_point now) {
+  if (now - refusal_window_ < std::chrono::seconds(1)) return;
+  if (refusals_unlogged_ > 0) {
+    log::Warn("http_refused_unlogged",
+              {{"count", refusals_unlogged_},
+               {"why", "more than " + std::to_string(kRefusalLinesPerSecond) +
+                           " refusals a second; see mcp_exec_http_refused_total"}});
+  }
+  refusals_unlogged_ = 0;
+  refusal_lines_ = 0;
+  refusal_window_ = now;
+}
+
+bool HttpTransport::ReserveStream() {
+  if (streams_.fetch_add(1) >= config_.max_streams) {
+    streams_--;
+    return false;
+  }
+  return true;
+}
+
+void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
+    return ex.Reply(PlainError(415, "Content-Type must be application/json"));
+  }
+  const std::string accept = req.Header("Accept");
+  if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {
+    return ex.Reply(PlainError(406, "Accept must list application/json and text/event-stream"));
+  }
+  json msg;
+  try {
+    msg = json::parse(req.body);
+  } catch (const json::exception& e) {
+    return ex.Reply(
+        JsonRpcHttpError(400, jsonrpc::kParseError, std::string("parse error: ") + e.what()));
+  }
+  if (!msg.is_object()) {
+    return ex.Reply(JsonRpcHttpError(
+        400, jsonrpc::kInvalidRequest,
+        msg.is_array() ? "batch requests are not supported" : "a message must be a JSON object"));
+  }
+  const bool has_method = msg.contains("method") && msg["method"].is_string();
+  const bool is_request = has_method && msg.contains("id");
+  if (is_request && !msg["id"].is_string() && !msg["id"].is_number_integer()) {
+    return ex.Reply(
+        JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "id must be a string or an integer"));
+  }
+  if (!has_method && !msg.contains("result") && !msg.contains("error")) {
+    return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "method is missing"));
+  }
+  std::shared_ptr<HttpSession> session;
+  http::Headers session_header;
+  if (is_request && msg["method"] == "initialize") {
+    auto created = sessions_.Create(service_, false);
+    if (!created.second) {
+      return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
+    }
+    session = created.second;
+    session_header.emplace_back("Mcp-Session-Id", created.first);
+    log::Info("session_open", {{"transport", "http"}, {"sessions", sessions_.size()}});
+  } else {
+    const std::string session_id = req.Header("Mcp-Session-Id");
+    if (session_id.empty()) {
+      return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
+                                       "Mcp-Session-Id header is required (initialize first)"));
+    }
+    session = sessions_.Find(session_id);
+    if (!session) {
+      return ex.Reply(JsonRpcHttpError(404, jsonrpc::kInvalidRequest, "session not found"));
+    }
+    if (req.HasHeader("MCP-Protocol-Version") &&
+        !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
+      return ex.Reply(JsonRpcHttpError(
+          400, jsonrpc::kInvalidRequest,
+          "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version")));
+    }
+  }
+  if (!is_request) {
+    session->mcp().Handle(msg);
+    http::Response r;
+    r.status = 202;
+    return ex.Reply(std::move(r));
+  }
+  const json id = msg["id"];
+  auto waiter = session->Expect(id);
+  session->mcp().Handle(msg);
+  {
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    if (waiter->answer) {
+      session->Forget(id, waiter);
+      http::Response r = JsonAnswer(*waiter->answer);
+      r.headers = std::move(session_header);
+      return ex.Reply(std::move(r));
+    }
+  }
+  // A call that takes time: answer as an event stream, with a comment each
+  // second while it runs, so that a client that leaves is noticed (the
+  // write fails) and its run ended.
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = std::move(session_header);
+  head.headers.emplace_back("Cache-Control", "no-cache");
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(1);
+  options.heartbeat = ": running\n\n";
+  post_streams_++;
+  options.on_close = [this, session, waiter, id](bool) {
+    session->Forget(id, waiter);
+    bool answered;
+    {
+      std::lock_guard<std::mutex> lock(waiter->mu);
+      answered = waiter->answered;
+      waiter->stream = nullptr;
+    }
+    if (!answered && !session->closed()) {
+      // The client left before the answer: end its run at once.
+      log::Info("client_gone", {{"transport", "http"}});
+      session->mcp().Handle({{"jsonrpc", "2.0"},
+                             {"method", "notifications/cancelled"},
+                             {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
+    }
+    post_streams_--;
+  };
+  auto stream = ex.OpenStream(std::move(head), std::move(options));
+  std::lock_guard<std::mutex> lock(waiter->mu);
+  waiter->stream = stream;
+  // No call may outlive its longest timeout plus the grace of its teardown:
+  // past that, it is answered with an error instead of waited for.
+  waiter->give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
+  if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
+}
+
+void HttpTransport::StreamableGet(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!Accepts(req.Header("Accept"), "text/event-stream")) {
+    return ex.Reply(PlainError(406, "Accept must list text/event-stream"));
+  }
+  const std::string session_id = req.Header("Mcp-Session-Id");
+  if (session_id.empty()) return ex.Reply(PlainError(400, "Mcp-Session-Id header is required"));
+  auto session = sessions_.Find(session_id);
+  if (!session) return ex.Reply(PlainError(404, "session not found"));
+  if (!ReserveStream()) {
+    return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+  }
+  // The server sends nothing unprompted today; the stream stays open for
+  // what a later version may send, with a comment every 15 s that keeps
+  // proxies from timing out and finds a client that left.
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = {{"Cache-Control", "no-cache"}};
+  head.body = ": stream open\n\n";
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(15);
+  options.heartbeat = ": keepalive\n\n";
+  session->streams++;
+  options.on_close = [this, session](bool) {
+    session->Detached();
+    session->streams--;
+    streams_--;
+  };
+  session->Attach(ex.OpenStream(std::move(head), std::move(options)));
+}
+
+void HttpTransport::StreamableDelete(const http::Request& req, http::Exchange& ex) {
+  const std::string session_id = req.Header("Mcp-Session-Id");
+  if (session_id.empty()) return ex.Reply(PlainError(400, "Mcp-Session-Id header is required"));
+  if (!sessions_.Remove(session_id)) return ex.Reply(PlainError(404, "session not found"));
+  log::Info("session_closed", {{"transport", "http"}, {"why", "delete"}});
+  ex.Reply(http::Response{});
+}
+
+void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  if (!ReserveStream()) {
+    return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+  }
+  auto created = sessions_.Create(service_, true);
+  if (!created.second) {
+    streams_--;
+    return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
+  }
+  const std::string id = created.first;
+  auto session = created.second;
+  log::Info("session_open", {{"transport", "sse"}, {"sessions", sessions_.size()}});
+  http::Response head;
+  head.content_type = "text/event-stream";
+  head.headers = {{"Cache-Control", "no-cache"}};
+  head.body = "event: endpoint\ndata: /message?sessionId=" + id + "\n\n";
+  http::StreamOptions options;
+  options.heartbeat_every = std::chrono::seconds(15);
+  options.heartbeat = ": keepalive\n\n";
+  session->streams++;
+  // The session lives as long as its stream.
+  options.on_close = [this, session, id](bool) {
+    session->Detached();
+    session->streams--;
+    streams_--;
+    if (sessions_.Remove(id)) {
+      log::Info("session_closed", {{"transport", "sse"}, {"why", "stream ended"}});
+    }
+  };
+  session->Attach(ex.OpenStream(std::move(head), std::move(options)));
+}
+
+void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
+  auto session = sessions_.Find(req.Param("sessionId"));
+  if (!session) return ex.Reply(PlainError(404, "session not found"));
+  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
+    return ex.Reply(PlainError(415, "Content-Type must be application/json"));
+  }
+  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
+  json msg;
+  try {
+    msg = json::parse(req.body);
+  } catch (const json::exception& e) {
+    return ex.Reply(PlainError(400, std::string("invalid JSON: ") + e.what()));
+  }
+  // What the stream owes the client, so that shutdown answers all of it.
+  if (msg.is_object() && msg.contains("method") && msg["method"].is_string()) {
+    if (msg.contains("id") && (msg["id"].is_string() || msg["id"].is_number_integer())) {
+      session->ExpectOnStream(msg["id"]);
+    } else if (msg["method"] == "notifications/cancelled" && msg.contains("params") &&
+               msg["params"].is_object() && msg["params"].contains("requestId")) {
+      session->NotExpected(msg["params"]["requestId"]);  // a cancelled call is not answered
+    }
+  }
+  session->mcp().Handle(msg);  // answers arrive on the session's stream
+  http::Response r;
+  r.status = 202;
+  r.content_type = "text/plain";
+  r.body = "Accepted";
+  ex.Reply(std::move(r));
+}
+
+void HttpTransport::Drain() {
+  auto running = [&] {
+    for (auto& s : sessions_.All()) {
+      if (s->mcp().in_flight() > 0) return true;
+    }
+    return false;
+  };
+  // A session with nothing left to say ends its streams; legacy answers
+  // travel on them, so not before.
+  auto end_quiet_streams = [&] {
+    for (auto& s : sessions_.All()) {
+      if (s->mcp().in_flight() == 0 && s->Quiet()) s->EndStreams();
+    }
+  };
+  auto wait = [&](Clock::time_point until, const std::function<bool()>& done) {
+    while (!done() && Clock::now() < until) {
+      end_quiet_streams();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
+  };
+  wait(Clock::now() + std::chrono::seconds(config_.shutdown_grace_s), [&] { return !running(); });
+  // Every call still running ends now and is answered: its output so far
+  // with reason "shutdown", or a tool error if it had not started.
+  const auto answered_by = Clock::now() + std::chrono::seconds(10);
+  if (running()) {
+    log::Warn("grace_over", {{"sessions", sessions_.size()}});
+    for (auto& s : sessions_.All()) s->mcp().CancelAll(CancelReason::kShutdown);
+    if (!wait(answered_by, [&] { return !running(); })) log::Error("calls_outlived_grace", {});
+  }
+  // What is still owed has no answer coming (a call its client cancelled,
+  // or one that did not end in time): answered with an error, so that no
+  // client is left with a stream that just stops.
+  int owed = 0;
+  for (auto& s : sessions_.All()) {
+    owed += s->AnswerOverdue(Clock::now(), true, "the server is shutting down: the call was ended");
+    s->EndStreams();
+  }
+  if (owed > 0) log::Warn("answered_at_shutdown", {{"calls", owed}});
+  // The answers reach their sockets before the listener stops.
+  wait(std::max(answered_by, Clock::now() + std::chrono::seconds(1)),
+       [&] { return post_streams_ == 0 && streams_ == 0; });
+}
+
+int HttpTransport::Run(int signal_fd) {
+  std::string error;
+  if (!server_.Listen(listen_.host, listen_.port, &error)) {
+    log::Error("listen_failed", {{"addr", config_.addr}, {"error", error}});
+    fprintf(stderr, "mcp-exec: cannot listen on %s: %s\n", config_.addr.c_str(), error.c_str());
+    return 1;
+  }
+  if (!listen_.loopback && config_.auth_token.empty()) {
+    log::Warn("no_auth", {{"addr", config_.addr},
+                          {"why",
+                           "listening beyond loopback without MCP_EXEC_AUTH_TOKEN: anyone who "
+                           "reaches the port can run code"}});
+  }
+  log::Info("listening", {{"transport", TransportName(config_.transport)},
+                          {"addr", config_.addr},
+                          {"auth", !config_.auth_token.empty()}});
+  server_.Start();
+  auto next_expiry = Clock::now();
+  for (;;) {
+    pollfd p{signal_fd, POLLIN, 0};
+    if (poll(&p, 1, 250) > 0) break;
+    auto now = Clock::now();
+    for (auto& s : sessions_.All()) {
+      if (int n = s->AnswerOverdue(now, false, "no answer from the run")) {
+        log::Error("answer_lost", {{"transport", "http"}, {"calls", n}});
+      }
+    }
+    sessions_.Reap();
+    {
+      std::lock_guard<std::mutex> lock(refusal_mu_);
+      FlushRefusalLog(now);
+    }
+    if (now >= next_expiry) {
+      next_expiry = now + std::chrono::seconds(1);
+      int expired = sessions_.ExpireIdle(std::chrono::seconds(config_.session_idle_s));
+      if (expired) {
+        log::Info("sessions_expired", {{"count", expired}, {"sessions", sessions_.size()}});
+      }
+    }
+  }
+  // Refuse new work (503, and /readyz fails so balancers drain us); running
+  // calls may finish for the grace period, then they are ended and
+  // answered. Only then stop the listener.
+  log::Info("stopping", {{"why", "signal"}, {"grace_s", config_.shutdown_grace_s}});
+  stopping_ = true;
+  Drain();
+  server_.Stop();
+  sessions_.CloseAll();
+  // The closed sessions' call threads end (they were cancelled); a session
+  // is destroyed only after its last call.
+  auto reaped_by = Clock::now() + std::chrono::seconds(5);
+  while (sessions_.Reap() > 0 && Clock::now() < reaped_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (sessions_.Reap() > 0) {
+    log::Warn("calls_outlived_shutdown", {});
+    sessions_.Abandon();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ServeHttp(ExecService& service, const Config& config, int signal_fd) {
+  HttpTransport transport(service, config);
+  return transport.Run(signal_fd);
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,101 @@
+#include "transport/stdio_transport.h"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+
+#include "base/log.h"
+
+namespace mcpexec {
+
+namespace {
+
+class LineWriter {
+ public:
+  explicit LineWriter(int fd) : fd_(fd) {}
+  void Send(const nlohmann::json& msg) {
+    std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_) return;
+    size_t off = 0;
+    while (off < line.size()) {
+      ssize_t n = write(fd_, line.data() + off, line.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        broken_ = true;  // the client closed stdout: nobody is listening
+        return;
+      }
+      off += n;
+    }
+  }
+
+ private:
+  int fd_;
+  std::mutex mu_;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd) {
+  LineWriter writer(out_fd);
+  McpSession session(backend, [&writer](const nlohmann::json& m) { writer.Send(m); });
+  const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(backend.config()));
+  std::string buf;
+  bool discarding = false;  // inside an oversized line: drop until its newline
+  std::string stop_reason = "eof";
+  char chunk[65536];
+  for (;;) {
+    pollfd p[2] = {{in_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+    int rc = poll(p, signal_fd >= 0 ? 2 : 1, -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      stop_reason = "poll_error";
+      break;
+    }
+    if (signal_fd >= 0 && (p[1].revents & POLLIN)) {
+      signalfd_siginfo si{};
+      (void)!read(signal_fd, &si, sizeof si);
+      stop_reason = "signal " + std::to_string(si.ssi_signo);
+      break;
+    }
+    if (!p[0].revents) continue;
+    ssize_t n = read(in_fd, chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    size_t start = 0;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (chunk[i] != '\n') continue;
+      if (!discarding) {
+        buf.append(chunk + start, i - start);
+        if (!buf.empty() && buf.back() == '\r') buf.pop_back();
+        if (buf.find_first_not_of(" \t") != std::string::npos) session.HandleText(buf);
+      }
+      buf.clear();
+      discarding = false;
+      start = i + 1;
+    }
+    if (!discarding) buf.append(chunk + start, n - start);
+    if (!discarding && buf.size() > max_line) {
+      // Never buffer an unbounded line: answer now, skip the rest of it.
+      writer.Send(jsonrpc::Error(
+          nullptr, jsonrpc::kInvalidRequest,
+          "message exceeds " + std::to_string(max_line) + " bytes (MCP_EXEC_MAX_REQUEST_BYTES)"));
+      log::Warn("oversized_message", {{"limit", max_line}});
+      buf.clear();
+      buf.shrink_to_fit();
+      discarding = true;
+    }
+  }
+  log::Info("stdio_stopping", {{"reason", stop_reason}, {"in_flight", session.in_flight()}});
+  // Every call still in flight is answered before we exit: its output so
+  // far with reason "shutdown" (or a tool error if it was still queued).
+  session.CancelAll(CancelReason::kShutdown);
+  session.WaitIdle(std::chrono::seconds(30));
+  return 0;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,13 @@
+// MCP over stdio: newline-delimited JSON-RPC on stdin/stdout. stdout carries
+// protocol messages only. EOF on stdin or a termination signal ends every
+// run of the session and returns 0.
+#pragma once
+
+#include "protocol/mcp_session.h"
+
+namespace mcpexec {
+
+// signal_fd: a signalfd for SIGTERM/SIGINT/SIGHUP (blocked in every thread).
+int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd);
+
+}  // namespace mcpexec

@@ -1,0 +1,199 @@
+#include "tool/contract.h"
+
+#include <gtest/gtest.h>
+
+namespace mcpexec {
+namespace {
+
+using json = nlohmann::json;
+
+Config TestConfig() {
+  Config c;
+  c.default_timeout_s = 30;
+  c.max_timeout_s = 300;
+  c.max_stdin_bytes = 10;
+  c.max_code_bytes = 100;
+  return c;
+}
+
+std::string ErrorOf(const json& args) {
+  auto r = ValidateExecArguments(args, TestConfig());
+  auto* err = std::get_if<std::string>(&r);
+  return err ? *err : "";
+}
+
+ExecRequest RequestOf(const json& args) {
+  auto r = ValidateExecArguments(args, TestConfig());
+  EXPECT_TRUE(std::holds_alternative<ExecRequest>(r)) << std::get<std::string>(r);
+  return std::get<ExecRequest>(r);
+}
+
+TEST(ExecValidationTest, EmptyCode) {
+  EXPECT_EQ(ErrorOf(json::object()), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", ""}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", " \n\t "}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", 5}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", nullptr}}), "code must not be empty");
+}
+
+TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
+  // Go's strings.TrimSpace: \v \f \r U+0085 U+00A0 U+1680 U+2000..U+200A
+  // U+2028 U+2029 U+202F U+205F U+3000.
+  EXPECT_EQ(ErrorOf({{"code", "\v\f\r \xC2\x85\xC2\xA0\xE3\x80\x80"}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code",
+                      "\xE1\x9A\x80\xE2\x80\x80\xE2\x80\x8A\xE2\x80\xA8\xE2\x80\xA9"
+                      "\xE2\x80\xAF\xE2\x81\x9F"}}),
+            "code must not be empty");
+  // Not white space: a zero-width space (U+200B), NUL, an invalid byte, a letter.
+  EXPECT_EQ(ErrorOf({{"code", "\xE2\x80\x8B"}}), "");
+  EXPECT_EQ(ErrorOf({{"code", std::string(" \0 ", 3)}}), "");
+  EXPECT_EQ(ErrorOf({{"code", " \xFF "}}), "");
+  EXPECT_EQ(ErrorOf({{"code", "\xC2\xA0x"}}), "");
+}
+
+TEST(ExecValidationTest, CodeIsCheckedBeforeUnknownArgumentsAndTypes) {
+  EXPECT_EQ(ErrorOf({{"bogus", 1}}), "code must not be empty");
+  EXPECT_EQ(ErrorOf({{"code", " "}, {"timeout_s", "5"}}), "code must not be empty");
+}
+
+TEST(ExecValidationTest, UnknownArgumentIsNamed) {
+  EXPECT_NE(ErrorOf({{"code", "print(1)"}, {"bogus", 1}}).find("bogus"), std::string::npos);
+}
+
+TEST(ExecValidationTest, WrongTypesAreNamed) {
+  EXPECT_NE(ErrorOf({{"code", "1"}, {"timeout_s", "5"}}).find("timeout_s"), std::string::npos);
+  EXPECT_NE(ErrorOf({{"code", "1"}, {"timeout_s", 2.5}}).find("timeout_s"), std::string::npos);
+  EXPECT_NE(ErrorOf({{"code", "1"}, {"timeout_s", true}}).find("timeout_s"), std::string::npos);
+  EXPECT_NE(ErrorOf({{"code", "1"}, {"stdin", 5}}).find("stdin"), std::string::npos);
+}
+
+TEST(ExecValidationTest, TypesAreCheckedBeforeStdinSize) {
+  EXPECT_NE(ErrorOf({{"code", "1"}, {"stdin", std::string(50, 'x')}, {"timeout_s", "5"}})
+                .find("timeout_s"),
+            std::string::npos);
+}
+
+TEST(ExecValidationTest, IntegerValuedFloatIsAccepted) {
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 5.0}}).timeout_s, 5);
+}
+
+TEST(ExecValidationTest, StdinCapIsInUtf8Bytes) {
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", std::string(11, 'x')}}),
+            "stdin exceeds limit of 10 bytes");
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"stdin", std::string(10, 'x')}}).stdin_data.size(), 10u);
+  // 5 x "é" is 10 bytes (accepted), 6 x is 12 (refused): bytes, not characters.
+  std::string e5, e6;
+  for (int i = 0; i < 5; ++i) e5 += "\xC3\xA9";
+  e6 = e5 + "\xC3\xA9";
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", e5}}), "");
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", e6}}), "stdin exceeds limit of 10 bytes");
+}
+
+TEST(ExecValidationTest, CodeCap) {
+  EXPECT_EQ(ErrorOf({{"code", std::string(101, 'x')}}), "code exceeds limit of 100 bytes");
+  EXPECT_EQ(ErrorOf({{"code", std::string(100, 'x')}}), "");
+}
+
+TEST(ExecValidationTest, TimeoutClamping) {
+  EXPECT_EQ(RequestOf({{"code", "1"}}).timeout_s, 30);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 0}}).timeout_s, 30);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", -5}}).timeout_s, 1);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1}}).timeout_s, 1);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 300}}).timeout_s, 300);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 301}}).timeout_s, 300);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1e300}}).timeout_s, 300);
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 18446744073709551615ull}}).timeout_s, 300);
+}
+
+TEST(ExecValidationTest, NullIsAWrongTypeNamingTheArgument) {
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"timeout_s", nullptr}}),
+            "timeout_s must be an integer number of seconds, not null");
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", nullptr}}), "stdin must be a string, not null");
+}
+
+TEST(ExecValidationTest, DefaultAboveMaxIsClamped) {
+  Config c = TestConfig();
+  c.default_timeout_s = 600;
+  EXPECT_EQ(ClampTimeout(std::nullopt, c), 300);
+}
+
+TEST(ExecSchemaTest, InputSchemaIsTheContract) {
+  json s = ExecInputSchema();
+  EXPECT_EQ(s["type"], "object");
+  EXPECT_EQ(s["additionalProperties"], false);
+  EXPECT_EQ(s["required"], json::array({"code"}));
+  EXPECT_EQ(s["properties"]["code"]["type"], "string");
+  EXPECT_EQ(s["properties"]["timeout_s"]["type"], "integer");
+  EXPECT_EQ(s["properties"]["stdin"]["type"], "string");
+  EXPECT_EQ(s["properties"].size(), 3u);
+}
+
+TEST(ExecSchemaTest, OutputSchemaRequiresTheSixFields) {
+  json s = ExecOutputSchema();
+  EXPECT_EQ(s["required"], json::array({"stdout", "stderr", "exit_code", "duration_ms", "truncated",
+                                        "timed_out"}));
+}
+
+TEST(ExecResultTest, StructuredAndTextAgree) {
+  ExecResult r;
+  r.stdout_data =
+      "ok\xFF\xFE"
+      "bad";
+  r.exit_code = 3;
+  json t = ToolResult(r);
+  EXPECT_EQ(t["isError"], false);
+  EXPECT_EQ(t["structuredContent"]["stdout"],
+            "ok\xEF\xBF\xBD"
+            "bad");
+  EXPECT_EQ(json::parse(t["content"][0]["text"].get<std::string>()), t["structuredContent"]);
+  for (const char* k : {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}) {
+    EXPECT_TRUE(t["structuredContent"].contains(k)) << k;
+  }
+}
+
+TEST(ExecResultTest, ToolErrorHasNoStructuredContent) {
+  json e = ToolError("boom");
+  EXPECT_EQ(e["isError"], true);
+  EXPECT_FALSE(e.contains("structuredContent"));
+  EXPECT_EQ(e["content"][0]["text"], "boom");
+}
+
+TEST(ExecDescriptionTest, StatesLiveLimitsAndPackages) {
+  Config c = TestConfig();
+  c.default_timeout_s = 17;
+  c.max_timeout_s = 99;
+  c.max_output_bytes = 12345;
+  RuntimeReport rt = ParseRuntimeReport(json::parse(
+      R"({"python":"3.11.2","packages":{"numpy":{"available":true,"version":"1.24.2"},
+          "pandas":{"available":false,"error":"x"}}})"));
+  std::string d = ExecDescription(c, rt, "");
+  for (const char* s : {"17 s", "99 s", "12345 bytes", "10 bytes", "numpy 1.24.2", "3.11.2"}) {
+    EXPECT_NE(d.find(s), std::string::npos) << s << " in " << d;
+  }
+  EXPECT_EQ(d.find("pandas"), std::string::npos)
+      << "a package that is not importable is not promised";
+}
+
+TEST(ExecDescriptionTest, StatesTheMemoryLimitAndTheEffectiveDefault) {
+  Config c = TestConfig();
+  c.default_timeout_s = 600;  // above the cap: calls get the cap
+  c.max_timeout_s = 120;
+  c.memory_limit_mb = 384;
+  std::string d = ExecDescription(c, RuntimeReport{}, "");
+  EXPECT_NE(d.find("defaults to 120 s"), std::string::npos) << d;
+  EXPECT_EQ(d.find("600"), std::string::npos) << "a default the model never gets: " << d;
+  EXPECT_NE(d.find("memory 384 MiB"), std::string::npos) << d;
+}
+
+TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
+  json reason = ExecOutputSchema()["properties"]["reason"];
+  std::vector<std::string> all = {"timeout", "memory", "cpu",       "file_size",
+                                  "seccomp", "signal", "cancelled", "shutdown"};
+  EXPECT_EQ(reason["enum"], json(all));
+  for (const auto& r : all) {
+    EXPECT_NE(reason["description"].get<std::string>().find(r + " ("), std::string::npos) << r;
+  }
+}
+
+}  // namespace
+}  // namespace mcpexec

@@ -1,0 +1,235 @@
+#include "protocol/mcp_session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "base/cancel.h"
+
+namespace mcpexec {
+namespace {
+
+using json = nlohmann::json;
+
+// A backend that answers without running anything, so the protocol layer is
+// tested alone.
+class FakeBackend : public ToolBackend {
+ public:
+  const Config& config() const override { return config_; }
+  json ToolDescriptor() const override { return {{"name", "exec"}}; }
+  bool Admit(std::string* why) override {
+    if (full) *why = "the server is at capacity";
+    return !full;
+  }
+  json Execute(const ExecRequest& req, CancelToken& cancel) override {
+    if (req.code == "block") {
+      // Waits until cancelled.
+      WaitCancelled(cancel);
+    }
+    ExecResult r;
+    r.stdout_data = "ran:" + req.code;
+    return ToolResult(r);
+  }
+  static void WaitCancelled(CancelToken& c) {
+    while (!c.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Config config_;
+  bool full = false;
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionTest()
+      : session_(backend_, [this](const json& m) {
+          std::lock_guard<std::mutex> lock(mu_);
+          sent_.push_back(m);
+          cv_.notify_all();
+        }) {}
+
+  json Last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_.empty() ? json() : sent_.back();
+  }
+  json WaitFor(const json& id) {
+    std::unique_lock<std::mutex> lock(mu_);
+    json found;
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] {
+      for (auto& m : sent_) {
+        if (m.contains("id") && m["id"] == id) {
+          found = m;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  void Initialize(const std::string& version = "2025-06-18") {
+    session_.Handle({{"jsonrpc", "2.0"},
+                     {"id", 0},
+                     {"method", "initialize"},
+                     {"params", {{"protocolVersion", version}}}});
+  }
+  json Call(const json& id, const json& params) {
+    session_.Handle({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", params}});
+    return WaitFor(id);
+  }
+
+  FakeBackend backend_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<json> sent_;
+  McpSession session_;
+};
+
+TEST(ProtocolVersionTest, EchoesSupportedElseNewest) {
+  for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
+    EXPECT_EQ(NegotiateProtocolVersion(v), v);
+  }
+  EXPECT_EQ(NegotiateProtocolVersion("1999-01-01"), "2025-11-25");
+  EXPECT_EQ(NegotiateProtocolVersion(""), "2025-11-25");
+}
+
+TEST_F(SessionTest, InitializeAnswersServerInfoAndVersion) {
+  Initialize("2025-03-26");
+  json r = Last();
+  EXPECT_EQ(r["id"], 0);
+  EXPECT_EQ(r["result"]["protocolVersion"], "2025-03-26");
+  EXPECT_EQ(r["result"]["serverInfo"]["name"], "mcp-exec");
+  EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
+}
+
+TEST_F(SessionTest, MalformedJsonIsParseError) {
+  session_.HandleText("{not json");
+  EXPECT_EQ(Last()["error"]["code"], -32700);
+  EXPECT_TRUE(Last()["id"].is_null());
+}
+
+TEST_F(SessionTest, InvalidRequests) {
+  session_.Handle(json::array({1, 2}));
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+  session_.Handle(42);
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+  session_.Handle({{"jsonrpc", "1.0"}, {"id", 1}, {"method", "ping"}});
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", 7}});
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", {{"a", 1}}}, {"method", "ping"}});
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+}
+
+TEST_F(SessionTest, RequestsBeforeInitializeAreRejectedButPingWorks) {
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}});
+  EXPECT_EQ(Last()["error"]["code"], -32600);
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}});
+  EXPECT_EQ(Last()["result"], json::object());
+}
+
+TEST_F(SessionTest, UnknownMethodIsMethodNotFound) {
+  Initialize();
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "resources/list"}});
+  EXPECT_EQ(Last()["error"]["code"], -32601);
+}
+
+TEST_F(SessionTest, NotificationsGetNoAnswer) {
+  Initialize();
+  size_t before = sent_.size();
+  session_.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  session_.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/whatever"}});
+  EXPECT_EQ(sent_.size(), before);
+}
+
+TEST_F(SessionTest, ToolsListHasTheTool) {
+  Initialize();
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", "l"}, {"method", "tools/list"}});
+  EXPECT_EQ(Last()["result"]["tools"][0]["name"], "exec");
+}
+
+TEST_F(SessionTest, UnknownToolIsInvalidParams) {
+  Initialize();
+  json r = Call(5, {{"name", "shell"}, {"arguments", {{"code", "x"}}}});
+  EXPECT_EQ(r["error"]["code"], -32602);
+}
+
+TEST_F(SessionTest, ValidationFailureIsAToolErrorNotAJsonRpcError) {
+  Initialize();
+  json r = Call(6, {{"name", "exec"}, {"arguments", {{"code", "  "}}}});
+  EXPECT_FALSE(r.contains("error"));
+  EXPECT_EQ(r["result"]["isError"], true);
+  EXPECT_EQ(r["result"]["content"][0]["text"], "code must not be empty");
+}
+
+TEST_F(SessionTest, CallRunsOnTheBackend) {
+  Initialize();
+  json r = Call("c1", {{"name", "exec"}, {"arguments", {{"code", "x=1"}}}});
+  EXPECT_EQ(r["result"]["structuredContent"]["stdout"], "ran:x=1");
+}
+
+TEST_F(SessionTest, AtCapacityIsAToolError) {
+  Initialize();
+  backend_.full = true;
+  json r = Call(7, {{"name", "exec"}, {"arguments", {{"code", "x=1"}}}});
+  EXPECT_EQ(r["result"]["isError"], true);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("capacity"),
+            std::string::npos);
+}
+
+TEST_F(SessionTest, CancelledCallGetsNoResponse) {
+  Initialize();
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"id", 8},
+                   {"method", "tools/call"},
+                   {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}}});
+  EXPECT_EQ(session_.in_flight(), 1);
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"method", "notifications/cancelled"},
+                   {"params", {{"requestId", 8}, {"reason", "user"}}}});
+  ASSERT_TRUE(session_.WaitIdle(std::chrono::seconds(5)));
+  for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
+}
+
+// A backend whose call ignores cancellation for longer than the 30 s the
+// session's destructor used to wait: the call thread, which holds the
+// session, must still never outlive it.
+class SlowToStopBackend : public FakeBackend {
+ public:
+  json Execute(const ExecRequest& req, CancelToken& cancel) override {
+    started = true;
+    WaitCancelled(cancel);
+    std::this_thread::sleep_for(std::chrono::seconds(31));
+    finished = true;
+    return FakeBackend::Execute(req, cancel);
+  }
+  std::atomic<bool> started{false}, finished{false};
+};
+
+TEST(SessionLifetimeTest, NoCallThreadOutlivesItsSession) {
+  SlowToStopBackend backend;
+  std::atomic<int> sent{0};
+  {
+    McpSession session(backend, [&](const json&) { ++sent; });
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 0},
+                    {"method", "initialize"},
+                    {"params",
+                     {{"protocolVersion", "2025-06-18"},
+                      {"capabilities", json::object()},
+                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    session.Handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 1},
+                    {"method", "tools/call"},
+                    {"params", {{"name", "exec"}, {"arguments", {{"code", "slow"}}}}}});
+    for (int i = 0; i < 5000 && !backend.started; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(backend.started) << "the call never reached the backend";
+  }  // the destructor cancels the call and must wait for its thread, however long
+  EXPECT_TRUE(backend.finished) << "the session was destroyed while its call thread still ran";
+}
+
+}  // namespace
+}  // namespace mcpexec
