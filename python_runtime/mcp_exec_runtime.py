@@ -123,6 +123,8 @@ def warm_up():
     return {
         "python": "%d.%d.%d" % sys.version_info[:3],
         "packages": report,
+        # The promised packages in their order (the C++ side keeps no list).
+        "package_order": [dist for _, dist in PACKAGES],
     }
 
 

@@ -8,24 +8,95 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
-#include "zygote/zygote.h"
 #include "base/config.h"
-#include "supervisor/doctor.h"
-#include "tool/exec_backend.h"
-#include "supervisor/executor.h"
-#include "transport/http_transport.h"
 #include "base/log.h"
 #include "base/metrics.h"
-#include "sandbox/layers.h"
-#include "supervisor/scheduler.h"
-#include "transport/stdio_transport.h"
 #include "base/version.h"
+#include "supervisor/doctor.h"
+#include "supervisor/executor.h"
+#include "supervisor/scheduler.h"
 #include "supervisor/zygote_client.h"
+#include "tool/exec_backend.h"
+#include "transport/http_transport.h"
+#include "transport/stdio_transport.h"
+#include "zygote/zygote.h"
 
 extern char** environ;
 
 using namespace mcpexec;
+
+namespace {
+
+// Termination signals are read from a signalfd by the transport; they are
+// blocked before any thread exists so that every thread inherits the mask.
+int TerminationSignalFd() {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t term;
+  sigemptyset(&term);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&term, s);
+  sigprocmask(SIG_BLOCK, &term, nullptr);
+  return signalfd(-1, &term, SFD_CLOEXEC);
+}
+
+// What the operator set that does not take effect as written.
+void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
+  if (config.python != Config{}.python) {
+    log::Warn("config_ignored",
+              {{"variable", "MCP_EXEC_PYTHON"},
+               {"why", "the interpreter is embedded; runs use Python " + runtime.python_version}});
+  }
+  if (config.default_timeout_s > config.max_timeout_s) {
+    log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
+                                 {"value", config.default_timeout_s},
+                                 {"effective", config.max_timeout_s},
+                                 {"why",
+                                  "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
+                                  "get the maximum"}});
+  }
+}
+
+void LogStart(const Config& config, const RuntimeReport& runtime) {
+  std::string refusal = SandboxRefusal(runtime);
+  log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
+             {{"namespaces", runtime.sandbox.value("namespaces", "")},
+              {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
+              {"refusal", refusal}});
+  WarnAboutConfig(config, runtime);
+  log::Info("start", {{"version", MCP_EXEC_VERSION},
+                      {"transport", TransportName(config.transport)},
+                      {"max_concurrent", config.max_concurrent},
+                      {"max_queue", config.max_queue},
+                      {"default_timeout_s", config.default_timeout_s},
+                      {"max_timeout_s", config.max_timeout_s},
+                      {"memory_limit_mb", config.memory_limit_mb},
+                      {"max_output_bytes", config.max_output_bytes},
+                      {"max_stdin_bytes", config.max_stdin_bytes},
+                      {"auth", !config.auth_token.empty()}});
+}
+
+// The zygote is up: build the request path on it and serve until told to stop.
+int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
+  Scheduler scheduler(config.max_concurrent, config.max_queue);
+  Metrics metrics;
+  Executor executor(config, zygote, scheduler, &metrics);
+  std::string error;
+  if (!executor.Init(!zygote.private_mounts(), &error)) {
+    fprintf(stderr, "mcp-exec: %s\n", error.c_str());
+    return 1;
+  }
+  RuntimeReport runtime = zygote.report();
+  LogStart(config, runtime);
+  ExecBackend backend(config, zygote, scheduler, executor, metrics, SandboxSummary(runtime));
+  int rc = config.transport == Transport::kStdio
+               ? ServeStdio(backend, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
+               : ServeHttp(backend, backend, config, signal_fd);
+  executor.Shutdown();
+  return rc;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "__zygote") == 0) return ZygoteMain(argc, argv);
@@ -50,70 +121,16 @@ int main(int argc, char** argv) {
   }
   if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
 
-  // Termination signals are read from a signalfd by the transport; block them
-  // before any thread exists so that every thread inherits the mask.
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t term;
-  sigemptyset(&term);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&term, s);
-  sigprocmask(SIG_BLOCK, &term, nullptr);
-  int signal_fd = signalfd(-1, &term, SFD_CLOEXEC);
+  int signal_fd = TerminationSignalFd();
   // Anything a dead zygote leaves behind is re-parented to us, to be killed.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-
   ZygoteClient zygote(config);
   std::string error;
   if (!zygote.Start(&error)) {
     fprintf(stderr, "mcp-exec: %s\n", error.c_str());
     return 1;
   }
-  Scheduler scheduler(config.max_concurrent, config.max_queue);
-  Metrics metrics;
-  Executor executor(config, zygote, scheduler, &metrics);
-  bool private_mounts = false;
-  for (const auto& l :
-       sandbox::LayersFromJson(zygote.report().sandbox.value("layers", nlohmann::json::array()))) {
-    if (l.name == "mount_namespace") private_mounts = l.active;
-  }
-  if (!executor.Init(!private_mounts, &error)) {
-    fprintf(stderr, "mcp-exec: %s\n", error.c_str());
-    zygote.Shutdown();
-    return 1;
-  }
-  RuntimeReport runtime = zygote.report();
-  std::string refusal = SandboxRefusal(runtime);
-  log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
-             {{"namespaces", runtime.sandbox.value("namespaces", "")},
-              {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
-              {"refusal", refusal}});
-  ExecService service(config, zygote, scheduler, executor, metrics, SandboxSummary(runtime));
-  if (config.python != "python3") {
-    log::Warn("config_ignored", {{"variable", "MCP_EXEC_PYTHON"},
-                                 {"why", "the interpreter is embedded; runs use Python " +
-                                             zygote.report().python_version}});
-  }
-  if (config.default_timeout_s > config.max_timeout_s) {
-    log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
-                                 {"value", config.default_timeout_s},
-                                 {"effective", config.max_timeout_s},
-                                 {"why",
-                                  "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
-                                  "get the maximum"}});
-  }
-  log::Info("start", {{"version", MCP_EXEC_VERSION},
-                      {"transport", TransportName(config.transport)},
-                      {"max_concurrent", config.max_concurrent},
-                      {"max_queue", config.max_queue},
-                      {"default_timeout_s", config.default_timeout_s},
-                      {"max_timeout_s", config.max_timeout_s},
-                      {"memory_limit_mb", config.memory_limit_mb},
-                      {"max_output_bytes", config.max_output_bytes},
-                      {"max_stdin_bytes", config.max_stdin_bytes},
-                      {"auth", !config.auth_token.empty()}});
-  int rc = config.transport == Transport::kStdio
-               ? ServeStdio(service, STDIN_FILENO, STDOUT_FILENO, signal_fd)
-               : ServeHttp(service, config, signal_fd);
-  executor.Shutdown();
+  int rc = Serve(config, zygote, signal_fd);
   zygote.Shutdown();
   log::Info("stopped", {{"exit_status", rc}});
   return rc;

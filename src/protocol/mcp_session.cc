@@ -29,6 +29,13 @@ json Result(const json& id, const json& result) {
 }
 }  // namespace jsonrpc
 
+json ToolErrorResult(const std::string& message) {
+  return {
+      {"content", json::array({{{"type", "text"}, {"text", message}}})},
+      {"isError", true},
+  };
+}
+
 McpSession::McpSession(ToolBackend& backend, Sender send)
     : backend_(backend), send_(std::move(send)) {}
 
@@ -175,28 +182,23 @@ void McpSession::HandleNotification(const std::string& method, const json& param
 
 void McpSession::StartToolCall(const json& id, const json& params) {
   json name = params.value("name", json(nullptr));
-  if (!name.is_string() || name.get<std::string>() != ExecToolName()) {
+  const std::string tool = backend_.ToolDescriptor().value("name", "");
+  if (!name.is_string() || name.get<std::string>() != tool) {
     send_(jsonrpc::Error(
         id, jsonrpc::kInvalidParams,
         "unknown tool: " + (name.is_string() ? name.get<std::string>() : name.dump()) +
-            " (this server has one tool, exec)"));
+            " (this server has one tool, " + tool + ")"));
     return;
   }
   json args = params.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) {
-    send_(jsonrpc::Result(id, ToolError("arguments must be an object")));
+    send_(jsonrpc::Result(id, ToolErrorResult("arguments must be an object")));
     return;
   }
-  auto validated = ValidateExecArguments(args, backend_.config());
-  if (auto* err = std::get_if<std::string>(&validated)) {
-    send_(jsonrpc::Result(id, ToolError(*err)));
-    return;
-  }
-  std::string why;
-  if (!backend_.Admit(&why)) {
-    log::Warn("at_capacity", {});
-    send_(jsonrpc::Result(id, ToolError(why)));
+  auto accepted = backend_.Accept(args);
+  if (auto* refusal = std::get_if<json>(&accepted)) {
+    send_(jsonrpc::Result(id, *refusal));
     return;
   }
   auto token = std::make_shared<CancelToken>();
@@ -206,9 +208,8 @@ void McpSession::StartToolCall(const json& id, const json& params) {
     calls_[key] = token;
     ++in_flight_;
   }
-  ExecRequest req = std::get<ExecRequest>(std::move(validated));
-  std::thread([this, id, key, token, req = std::move(req)] {
-    json result = backend_.Execute(req, *token);
+  std::thread([this, id, key, token, work = std::get<ToolBackend::Work>(std::move(accepted))] {
+    json result = work(*token);
     // A cancelled request gets no response (MCP cancellation); one ended by
     // the server's shutdown is answered.
     if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {

@@ -12,28 +12,33 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/cancel.h"
-#include "base/config.h"
-#include "tool/contract.h"
 
 namespace mcpexec {
 
 extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
 std::string NegotiateProtocolVersion(const std::string& requested);
 
-// The backend shared by every session: knows the limits and runs code.
+// The tools as every session sees them. The session knows JSON-RPC and MCP;
+// what a tool's arguments mean is the backend's business.
 class ToolBackend {
  public:
   virtual ~ToolBackend() = default;
-  virtual const Config& config() const = 0;
   virtual nlohmann::json ToolDescriptor() const = 0;
-  // Reserves room for one run; on false, *why says the server is at capacity.
-  virtual bool Admit(std::string* why) = 0;
-  // Runs an admitted request; returns a CallToolResult.
-  virtual nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel) = 0;
+  // The work of one admitted call, run on the call's own thread; returns
+  // its CallToolResult.
+  using Work = std::function<nlohmann::json(CancelToken& cancel)>;
+  // Checks a call's arguments and reserves room for it. Returns the work, or
+  // the CallToolResult to answer at once (a tool error: bad arguments, at
+  // capacity).
+  virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments) = 0;
 };
+
+// A CallToolResult with isError true: the one text item is `message`.
+nlohmann::json ToolErrorResult(const std::string& message);
 
 namespace jsonrpc {
 constexpr int kParseError = -32700;

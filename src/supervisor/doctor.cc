@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "sandbox/layers.h"
 #include "base/version.h"
+#include "sandbox/layers.h"
 #include "supervisor/zygote_client.h"
 
 namespace mcpexec {

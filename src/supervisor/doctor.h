@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/config.h"
-#include "tool/contract.h"
+#include "supervisor/run.h"
 
 namespace mcpexec {
 

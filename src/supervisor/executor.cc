@@ -17,8 +17,8 @@
 
 #include "base/fs_util.h"
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "sandbox/layers.h"
-#include "base/utf8.h"
 
 namespace mcpexec {
 
@@ -38,57 +38,32 @@ struct SlotGuard {
   ~SlotGuard() { s.Release(); }
 };
 
-// Owns the fds of one run until they are handed over or closed.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  void Reset() {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
-};
-
-bool MakePipe(Fd* read_end, Fd* write_end) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return false;
-  read_end->fd = p[0];
-  write_end->fd = p[1];
-  return true;
-}
-
-int MakeCodeMemfd(const std::string& code) {
-  int fd = memfd_create("mcp-exec-code", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return -1;
+UniqueFd MakeCodeMemfd(const std::string& code) {
+  UniqueFd fd(memfd_create("mcp-exec-code", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return fd;
   size_t off = 0;
   while (off < code.size()) {
-    ssize_t n = write(fd, code.data() + off, code.size() - off);
+    ssize_t n = write(fd.get(), code.data() + off, code.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      close(fd);
-      return -1;
-    }
+    if (n <= 0) return UniqueFd();
     off += n;
   }
   // The runner may read it, never change it.
-  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return fd;
 }
 
 // The limit a signal stands for, when it stands for one.
-std::string ReasonForSignal(int sig) {
+RunEnd EndForSignal(int sig) {
   switch (sig) {
     case SIGSYS:
-      return "seccomp";  // a call the policy kills on
+      return RunEnd::kSeccomp;  // a call the policy kills on
     case SIGXCPU:
-      return "cpu";
+      return RunEnd::kCpu;
     case SIGXFSZ:
-      return "file_size";
+      return RunEnd::kFileSize;
     default:
-      return "signal";
+      return RunEnd::kSignal;
   }
 }
 
@@ -142,11 +117,7 @@ void Executor::CleanerLoop() {
       log::Error("workdir_not_removed", {{"run_id", c.run_id}, {"errno", strerror(errno)}});
     }
     if (shared_dev_shm_) PurgeDevShm();
-    {
-      std::lock_guard<std::mutex> slot_lock(c.slot->mu);  // Notify() writes under it
-      if (c.slot->wake_fd >= 0) close(c.slot->wake_fd);
-      c.slot->wake_fd = -1;
-    }
+    c.slot->CloseWake();
     lock.lock();
   }
 }
@@ -191,23 +162,37 @@ void Executor::Shutdown() {
   if (!base_dir_.empty()) RemoveTree(base_dir_);
 }
 
-namespace {
-
 // The fds of one run: the supervisor's ends and the runner's (handed to the
 // zygote, then closed here).
-struct RunFds {
-  Fd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, code;
+struct Executor::RunFds {
+  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, code;
+
+  bool Make(const std::string& source) {
+    code = MakeCodeMemfd(source);
+    if (!code || !MakePipe(&in_r, &in_w, O_CLOEXEC) || !MakePipe(&out_r, &out_w, O_CLOEXEC) ||
+        !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC)) {
+      return false;
+    }
+    for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r}) fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    return true;
+  }
+  // The runner's copies, in wire::RunFd order.
+  std::array<int, wire::kRunFdCount> RunnerEnds() const {
+    std::array<int, wire::kRunFdCount> ends{};
+    ends[wire::kStdin] = in_r.get();
+    ends[wire::kStdout] = out_w.get();
+    ends[wire::kStderr] = err_w.get();
+    ends[wire::kStatus] = st_w.get();
+    ends[wire::kCode] = code.get();
+    return ends;
+  }
+  // The runner holds its own copies now; ours would keep the pipes open.
+  void CloseRunnerEnds() {
+    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &code}) fd->Reset();
+  }
 };
 
-bool MakeRunFds(const std::string& code, RunFds* f) {
-  f->code.fd = MakeCodeMemfd(code);
-  if (f->code.fd < 0 || !MakePipe(&f->in_r, &f->in_w) || !MakePipe(&f->out_r, &f->out_w) ||
-      !MakePipe(&f->err_r, &f->err_w) || !MakePipe(&f->st_r, &f->st_w)) {
-    return false;
-  }
-  for (int fd : {f->in_w.fd, f->out_r.fd, f->err_r.fd, f->st_r.fd}) fcntl(fd, F_SETFL, O_NONBLOCK);
-  return true;
-}
+namespace {
 
 // What the status pipe said: at most kStatusReadMax bytes are ever kept.
 class StatusReader {
@@ -248,138 +233,271 @@ class StatusReader {
   wire::LockdownVerdict verdict_{};
 };
 
+// After a kill, the zygote confirms the end within this; after the exit, the
+// pipes close as soon as what the run left behind is killed.
+constexpr auto kKillGrace = std::chrono::seconds(5);
+constexpr auto kPipeGrace = std::chrono::seconds(2);
+
 }  // namespace
+
+// A run's private working directory: removed on every path out of Run()
+// unless handed to the cleaner.
+class Executor::Workdir {
+ public:
+  Workdir() = default;
+  Workdir(const Workdir&) = delete;
+  Workdir& operator=(const Workdir&) = delete;
+  ~Workdir() {
+    if (!path_.empty()) RemoveTree(path_);
+  }
+  void Set(std::string path) { path_ = std::move(path); }
+  const std::string& path() const { return path_; }
+  std::string Release() { return std::exchange(path_, std::string()); }
+
+ private:
+  std::string path_;
+};
+
+// A run that is executing, for the /dev/shm purge: registered while the run
+// goes, removed on every path out of Run().
+class Executor::ActiveRun {
+ public:
+  explicit ActiveRun(Executor& e)
+      : e_(e),
+        start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count()) {
+    std::lock_guard<std::mutex> lock(e_.mu_);
+    e_.active_starts_.insert(start_ns_);
+  }
+  ActiveRun(const ActiveRun&) = delete;
+  ActiveRun& operator=(const ActiveRun&) = delete;
+  ~ActiveRun() { End(); }
+  void End() {
+    if (ended_) return;
+    ended_ = true;
+    std::lock_guard<std::mutex> lock(e_.mu_);
+    e_.active_starts_.erase(e_.active_starts_.find(start_ns_));
+  }
+
+ private:
+  Executor& e_;
+  const int64_t start_ns_;
+  bool ended_ = false;
+};
 
 // The I/O of one launched run, until its runner is reaped and its output
 // pipes are closed: stdin fed, both streams read under one budget, the
 // status pipe read up to its bound, the deadline and cancellation enforced.
 struct Executor::RunIo {
-  const ExecRequest& req;
+  const uint64_t run_id;
+  const RunRequest& req;
   CancelToken& cancel;
   RunSlot& slot;
   RunFds& fds;
-  ExecResult& result;
+  RunOutcome& outcome;
+  const Clock::time_point started_at;
   int64_t budget;
   StatusReader status{};
   bool stdout_open = true, stderr_open = true, status_open = true;
-  bool killed = false, cancelled = false, exited = false, lost = false, stuck = false;
+  bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
+       stuck = false;
   bool oom_killed = false;
   int wait_status = 0;
   std::string lost_reason{};
   size_t stdin_off = 0;
+  Clock::time_point kill_deadline{}, pipe_deadline{};
+
+  void Kill(ZygoteClient& zygote) {
+    if (killed) return;
+    killed = true;
+    zygote.Kill(run_id);
+    kill_deadline = Clock::now() + kKillGrace;
+  }
 };
 
-void Executor::PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point started_at) {
-  const auto deadline = started_at + std::chrono::seconds(io.req.timeout_s);
-  // After a kill, the zygote confirms the end within this; after the exit,
-  // the pipes close as soon as what the run left behind is killed.
-  constexpr auto kKillGrace = std::chrono::seconds(5);
-  constexpr auto kPipeGrace = std::chrono::seconds(2);
-  Clock::time_point kill_deadline{}, pipe_deadline{};
-  auto kill_run = [&] {
-    if (io.killed) return;
-    io.killed = true;
-    zygote_.Kill(run_id);
-    kill_deadline = Clock::now() + kKillGrace;
-  };
-  auto drain = [&](int fd, std::string* into, bool* open) {
-    char buf[65536];
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n > 0) {
-        io.result.output_bytes += n;
-        int64_t keep = std::min<int64_t>(n, io.budget);
-        if (keep > 0) into->append(buf, keep), io.budget -= keep;
-        if (keep < n) io.result.truncated = true;  // read on and drop: never block the writer
-        continue;
-      }
-      if (n == 0) *open = false;
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-  };
-  if (io.req.stdin_data.empty()) io.fds.in_w.Reset();
+std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel) {
+  const auto queued_at = Clock::now();
+  if (auto refused = AcquireSlot(cancel)) return *refused;
+  // From here on the slot is ours until the answer is ready: it goes back
+  // with the answer, so a client that calls again at once finds room.
+  SlotGuard slot_guard(scheduler_);
+  RunOutcome outcome;
+  outcome.queue_ms = Millis(Clock::now() - queued_at);
+  const uint64_t run_id = next_run_id_++;
+
+  Workdir workdir;
+  RunFds fds;
+  std::optional<std::string> error = PrepareWorkdir(&workdir);
+  if (!error && !fds.Make(req.code)) error = std::string("pipes: ") + strerror(errno);
+  std::shared_ptr<RunSlot> slot = error ? nullptr : RunSlot::Make();
+  if (!error && !slot) error = std::string("eventfd: ") + strerror(errno);
+  if (error) {
+    log::Error("run_not_started", {{"run_id", run_id}, {"error", *error}});
+    return "internal error: " + *error;
+  }
+  ActiveRun active(*this);
+  const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
+  if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) return *refused;
+
+  RunIo io{run_id, req, cancel, *slot, fds, outcome, started_at, config_.max_output_bytes};
+  PumpUntilEnded(io);
+  outcome.duration_ms = Millis(Clock::now() - io.started_at);
+  active.End();
+  std::optional<std::string> tool_error = Settle(io);
+  if (tool_error) zygote_.Kill(run_id);  // whatever is left of it
+  QueueCleanup({run_id, slot, workdir.Release()});
+  Report(run_id, req, outcome, tool_error.has_value());
+  if (tool_error) return *tool_error;
+  return outcome;
+}
+
+std::optional<std::string> Executor::AcquireSlot(CancelToken& cancel) {
+  // A cancelled call leaves the queue at once: the token wakes the scheduler.
+  cancel.OnCancel([this] { scheduler_.Wake(); });
+  bool acquired = scheduler_.Acquire([&] { return cancel.cancelled(); });
+  cancel.OnCancel(nullptr);
+  if (acquired) return std::nullopt;
+  return std::string(cancel.reason() == CancelReason::kShutdown
+                         ? "the server is shutting down; this call was still queued and did not run"
+                         : "the run was cancelled before it started");
+}
+
+std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
+  // Runs of the server's own uid (container posture) could change its
+  // folder's mode (Landlock does not cover chmod): set it again every time.
+  chmod(base_dir_.c_str(), 0711);
+  // A run starts with nothing of the finished ones in a shared /dev/shm.
+  if (shared_dev_shm_) PurgeDevShm();
+  workdir->Set(MakePrivateDir(base_dir_, "run-"));
+  if (workdir->path().empty()) return std::string("mkdtemp: ") + strerror(errno);
+  // Started as root, runs are the sandbox uid: where no tmpfs is mounted over
+  // it, the directory itself must be theirs.
+  if (geteuid() == 0 && chown(workdir->path().c_str(), kSandboxUid, kSandboxGid) != 0) {
+    return std::string("chown(workdir): ") + strerror(errno);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Executor::Handover(uint64_t run_id, const RunRequest& req,
+                                              const std::string& workdir, RunFds& fds,
+                                              const std::shared_ptr<RunSlot>& slot) {
+  wire::RunParams params{};
+  snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
+  params.timeout_s = req.timeout_s;
+  std::string launch_error;
+  if (!zygote_.Launch(run_id, params, fds.RunnerEnds().data(), slot, &launch_error)) {
+    return launch_error;
+  }
+  fds.CloseRunnerEnds();
+  if (req.stdin_data.empty()) fds.in_w.Reset();
+  return std::nullopt;
+}
+
+void Executor::PumpUntilEnded(RunIo& io) {
+  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
   while (!io.exited || io.stdout_open || io.stderr_open) {
     auto now = Clock::now();
     if (!io.killed && now >= deadline) {
-      io.result.timed_out = true;
-      kill_run();
+      io.timed_out = true;
+      io.Kill(zygote_);
     }
-    if (io.killed && !io.exited && now >= kill_deadline) {
+    if (io.killed && !io.exited && now >= io.kill_deadline) {
       io.stuck = true;  // the sandbox did not confirm the end: not a result
       break;
     }
-    if (io.exited && now >= pipe_deadline) break;
-    auto until = io.exited ? pipe_deadline : io.killed ? kill_deadline : deadline;
+    if (io.exited && now >= io.pipe_deadline) break;
+    auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
 
-    pollfd p[6];
-    int np = 0;
-    int i_out = -1, i_err = -1, i_st = -1, i_in = -1;
-    if (io.stdout_open) p[i_out = np++] = {io.fds.out_r.fd, POLLIN, 0};
-    if (io.stderr_open) p[i_err = np++] = {io.fds.err_r.fd, POLLIN, 0};
-    if (io.status_open) p[i_st = np++] = {io.fds.st_r.fd, POLLIN, 0};
-    if (io.fds.in_w.fd >= 0) p[i_in = np++] = {io.fds.in_w.fd, POLLOUT, 0};
-    int i_cancel = np;
-    p[np++] = {io.cancel.fd(), POLLIN, 0};
-    int i_wake = np;
-    p[np++] = {io.slot.wake_fd, POLLIN, 0};
-    int rc = poll(p, np, timeout_ms);
+    enum { kOut, kErr, kStatus, kStdin, kCancel, kWake, kCount };
+    pollfd p[kCount] = {
+        {io.stdout_open ? io.fds.out_r.get() : -1, POLLIN, 0},
+        {io.stderr_open ? io.fds.err_r.get() : -1, POLLIN, 0},
+        {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
+        {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
+        {io.cancel.fd(), POLLIN, 0},
+        {io.slot.wake_fd(), POLLIN, 0},
+    };
+    int rc = poll(p, kCount, timeout_ms);
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
 
-    if (i_out >= 0 && p[i_out].revents)
-      drain(io.fds.out_r.fd, &io.result.stdout_data, &io.stdout_open);
-    if (i_err >= 0 && p[i_err].revents)
-      drain(io.fds.err_r.fd, &io.result.stderr_data, &io.stderr_open);
-    if (i_st >= 0 && p[i_st].revents && !io.status.Read(io.fds.st_r.fd)) {
+    if (p[kOut].revents) Drain(io, io.fds.out_r.get(), &io.outcome.stdout_data, &io.stdout_open);
+    if (p[kErr].revents) Drain(io, io.fds.err_r.get(), &io.outcome.stderr_data, &io.stderr_open);
+    if (p[kStatus].revents && !io.status.Read(io.fds.st_r.get())) {
       io.status_open = false;
       io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
     }
-    if (i_in >= 0 && p[i_in].revents) FeedStdin(io);
-    if (p[i_cancel].revents && !io.cancelled) {
+    if (p[kStdin].revents) FeedStdin(io);
+    if (p[kCancel].revents && !io.cancelled) {
       io.cancelled = true;
-      kill_run();
+      io.Kill(zygote_);
     }
-    if (p[i_wake].revents) {
-      uint64_t v;
-      (void)!read(io.slot.wake_fd, &v, sizeof v);
-      std::lock_guard<std::mutex> lock(io.slot.mu);
-      if (io.slot.lost) {
-        io.lost = true;
-        io.lost_reason = io.slot.lost_reason;
-        break;
-      }
-      if (io.slot.exited && !io.exited) {
-        io.exited = true;
-        io.wait_status = io.slot.wait_status;
-        io.oom_killed = io.slot.oom_killed;
-        pipe_deadline = Clock::now() + kPipeGrace;
-      }
-    }
+    if (p[kWake].revents) OnSlotChanged(io);
+    if (io.lost) break;
   }
   // What the status pipe still holds (the verdict of a run that ended fast).
-  if (io.status_open) io.status.Read(io.fds.st_r.fd);
+  if (io.status_open) io.status.Read(io.fds.st_r.get());
   io.fds.in_w.Reset();
+}
+
+void Executor::Drain(RunIo& io, int fd, std::string* into, bool* open) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      io.outcome.output_bytes += n;
+      int64_t keep = std::min<int64_t>(n, io.budget);
+      if (keep > 0) {
+        into->append(buf, keep);
+        io.budget -= keep;
+      }
+      if (keep < n) io.outcome.truncated = true;  // read on and drop: never block the writer
+      continue;
+    }
+    if (n == 0) *open = false;
+    if (n < 0 && errno == EINTR) continue;
+    return;
+  }
 }
 
 void Executor::FeedStdin(RunIo& io) {
   const std::string& data = io.req.stdin_data;
-  ssize_t n = write(io.fds.in_w.fd, data.data() + io.stdin_off, data.size() - io.stdin_off);
+  ssize_t n = write(io.fds.in_w.get(), data.data() + io.stdin_off, data.size() - io.stdin_off);
   if (n > 0) io.stdin_off += static_cast<size_t>(n);
   // EOF after the given bytes; a reader that closed its end (EPIPE) gets the rest dropped.
-  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size())
+  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) {
     io.fds.in_w.Reset();
+  }
 }
 
-// The result from the trusted side: the verdict the runner wrote before the
+void Executor::OnSlotChanged(RunIo& io) {
+  uint64_t v;
+  (void)!read(io.slot.wake_fd(), &v, sizeof v);
+  std::lock_guard<std::mutex> lock(io.slot.mu);
+  if (io.slot.lost) {
+    io.lost = true;
+    io.lost_reason = io.slot.lost_reason;
+    return;
+  }
+  if (io.slot.exited && !io.exited) {
+    io.exited = true;
+    io.wait_status = io.slot.wait_status;
+    io.oom_killed = io.slot.oom_killed;
+    io.pipe_deadline = Clock::now() + kPipeGrace;
+  }
+}
+
+// The outcome from the trusted side: the verdict the runner wrote before the
 // code ran, and the wait status the zygote reaped. Returns a tool error
 // message when the run never really started.
 std::optional<std::string> Executor::Settle(RunIo& io) {
-  ExecResult& r = io.result;
+  RunOutcome& o = io.outcome;
   if (io.lost) return io.lost_reason;
-  if (io.stuck)
+  if (io.stuck) {
     return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
+  }
   const wire::LockdownVerdict* v = io.status.verdict();
   if (!v) {
     std::string how = !io.exited ? "it was ended before its lockdown finished"
@@ -389,143 +507,61 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
     return "the sandbox could not start this run: " + how + " before its lockdown finished";
   }
   if (!v->ok) return std::string("the sandbox could not lock this run down: ") + v->error;
-  r.lockdown_us = v->lockdown_us;
-  r.lockdown_ahead_us = v->ahead_us;
+  o.lockdown_us = v->lockdown_us;
+  o.lockdown_ahead_us = v->ahead_us;
   if (WIFSIGNALED(io.wait_status)) {
-    r.signal = WTERMSIG(io.wait_status);
-    r.exit_code = -1;
+    o.signal = WTERMSIG(io.wait_status);
+    o.exit_code = -1;
   } else {
-    r.exit_code = WEXITSTATUS(io.wait_status);
+    o.exit_code = WEXITSTATUS(io.wait_status);
   }
-  if (r.timed_out) {
-    r.exit_code = -1;
-    r.reason = "timeout";
+  if (io.timed_out) {
+    o.exit_code = -1;
+    o.end = RunEnd::kTimeout;
   } else if (io.cancelled) {
-    r.exit_code = -1;
-    r.reason = io.cancel.reason() == CancelReason::kShutdown ? "shutdown" : "cancelled";
+    o.exit_code = -1;
+    o.end = io.cancel.reason() == CancelReason::kShutdown ? RunEnd::kShutdown : RunEnd::kCancelled;
   } else if (io.oom_killed) {
-    r.reason = "memory";  // the run as a whole passed its memory limit (cgroup)
-  } else if (io.status.note() == wire::kReasonMemory && r.exit_code == 1) {
-    r.reason = "memory";  // an uncaught MemoryError: what only Python knows
-  } else if (r.signal) {
-    r.reason = ReasonForSignal(r.signal);
+    o.end = RunEnd::kMemory;  // the run as a whole passed its memory limit (cgroup)
+  } else if (io.status.note() == wire::kReasonMemory && o.exit_code == 1) {
+    o.end = RunEnd::kMemory;  // an uncaught MemoryError: what only Python knows
+  } else if (o.signal) {
+    o.end = EndForSignal(o.signal);
   }
   return std::nullopt;
 }
 
-std::variant<ExecResult, std::string> Executor::Run(const ExecRequest& req, CancelToken& cancel) {
-  auto queued_at = Clock::now();
-  // A cancelled call leaves the queue at once: the token wakes the scheduler.
-  cancel.OnCancel([this] { scheduler_.Wake(); });
-  bool acquired = scheduler_.Acquire([&] { return cancel.cancelled(); });
-  cancel.OnCancel(nullptr);
-  if (!acquired) {
-    return std::string(
-        cancel.reason() == CancelReason::kShutdown
-            ? "the server is shutting down; this call was still queued and did not run"
-            : "the run was cancelled before it started");
-  }
-  // From here on the slot is ours until the answer is ready.
-  SlotGuard slot_guard(scheduler_);
-  ExecResult result;
-  result.queue_ms = Millis(Clock::now() - queued_at);
-  uint64_t run_id = next_run_id_++;
-  auto fail_early = [&](const std::string& what) -> std::variant<ExecResult, std::string> {
-    log::Error("run_not_started", {{"run_id", run_id}, {"error", what}});
-    return "internal error: " + what;
-  };
-
-  // Runs of the server's own uid (container posture) could change its
-  // folder's mode (Landlock does not cover chmod): set it again every time.
-  chmod(base_dir_.c_str(), 0711);
-  // A run starts with nothing of the finished ones in a shared /dev/shm.
-  if (shared_dev_shm_) PurgeDevShm();
-  std::string workdir = MakePrivateDir(base_dir_, "run-");
-  if (workdir.empty()) return fail_early(std::string("mkdtemp: ") + strerror(errno));
-  // Started as root, runs are the sandbox uid: where no tmpfs is mounted over
-  // it, the directory itself must be theirs.
-  if (geteuid() == 0 && chown(workdir.c_str(), kSandboxUid, kSandboxGid) != 0) {
-    RemoveTree(workdir);
-    return fail_early(std::string("chown(workdir): ") + strerror(errno));
-  }
-  RunFds fds;
-  if (!MakeRunFds(req.code, &fds)) {
-    RemoveTree(workdir);
-    return fail_early(std::string("pipes: ") + strerror(errno));
-  }
-  auto slot = std::make_shared<RunSlot>();
-  slot->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  wire::RunParams params{};
-  snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
-  params.timeout_s = req.timeout_s;
-  int child_fds[wire::kRunFdCount] = {fds.in_r.fd, fds.out_w.fd, fds.err_w.fd, fds.st_w.fd,
-                                      fds.code.fd};
-
-  auto started_at = Clock::now();
-  const int64_t started_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count();
+void Executor::QueueCleanup(Cleanup c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    active_starts_.insert(started_realtime_ns);
-  }
-  auto run_over = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_starts_.erase(active_starts_.find(started_realtime_ns));
-  };
-  std::string launch_error;
-  if (!zygote_.Launch(run_id, params, child_fds, slot, &launch_error)) {
-    run_over();
-    RemoveTree(workdir);
-    close(slot->wake_fd);
-    return launch_error;
-  }
-  // The runner holds its own copies now; ours would keep the pipes open.
-  fds.in_r.Reset(), fds.out_w.Reset(), fds.err_w.Reset(), fds.st_w.Reset(), fds.code.Reset();
-
-  RunIo io{req, cancel, *slot, fds, result, config_.max_output_bytes};
-  PumpUntilEnded(io, run_id, started_at);
-  result.duration_ms = Millis(Clock::now() - started_at);
-  run_over();
-  std::optional<std::string> tool_error = Settle(io);
-  if (tool_error) zygote_.Kill(run_id);  // whatever is left of it
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    cleanups_.push_back({run_id, slot, workdir});
+    cleanups_.push_back(std::move(c));
   }
   cv_.notify_all();
-  // The slot goes back with the answer (SlotGuard): a client that calls
-  // again as soon as it has its result must find room.
-  Report(run_id, req, result, tool_error.has_value());
-  if (tool_error) return *tool_error;
-  return result;
 }
 
-void Executor::Report(uint64_t run_id, const ExecRequest& req, const ExecResult& result,
-                      bool failed) {
+void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o, bool failed) {
+  const bool timed_out = o.end == RunEnd::kTimeout;
   log::Info("run", {{"run_id", run_id},
-                    {"exit_code", result.exit_code},
-                    {"duration_ms", result.duration_ms},
-                    {"queue_ms", result.queue_ms},
-                    {"stdout_bytes", result.stdout_data.size()},
-                    {"stderr_bytes", result.stderr_data.size()},
-                    {"output_bytes", result.output_bytes},
-                    {"truncated", result.truncated},
-                    {"timed_out", result.timed_out},
-                    {"signal", result.signal},
-                    {"reason", failed ? "lost" : result.reason},
+                    {"exit_code", o.exit_code},
+                    {"duration_ms", o.duration_ms},
+                    {"queue_ms", o.queue_ms},
+                    {"stdout_bytes", o.stdout_data.size()},
+                    {"stderr_bytes", o.stderr_data.size()},
+                    {"output_bytes", o.output_bytes},
+                    {"truncated", o.truncated},
+                    {"timed_out", timed_out},
+                    {"signal", o.signal},
+                    {"reason", failed ? "lost" : RunEndName(o.end)},
                     {"code_bytes", req.code.size()},
                     {"stdin_bytes", req.stdin_data.size()},
-                    {"lockdown_us", failed ? -1 : result.lockdown_us},
-                    {"lockdown_ahead_us", failed ? -1 : result.lockdown_ahead_us}});
+                    {"lockdown_us", failed ? -1 : o.lockdown_us},
+                    {"lockdown_ahead_us", failed ? -1 : o.lockdown_ahead_us}});
   if (!metrics_) return;
-  std::string outcome = failed                                                ? "lost"
-                        : result.timed_out                                    ? "timeout"
-                        : !result.reason.empty() && result.reason != "signal" ? result.reason
-                        : result.signal                                       ? "signal"
-                        : result.exit_code != 0                               ? "error"
-                                                                              : "ok";
-  metrics_->RecordRun(outcome, result.duration_ms / 1000.0, result.queue_ms / 1000.0);
+  std::string outcome = failed                     ? "lost"
+                        : o.end != RunEnd::kExited ? RunEndName(o.end)
+                        : o.exit_code != 0         ? "error"
+                                                   : "ok";
+  metrics_->RecordRun(outcome, o.duration_ms / 1000.0, o.queue_ms / 1000.0);
 }
 
 }  // namespace mcpexec

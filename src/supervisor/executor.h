@@ -1,9 +1,10 @@
-// One run from the supervisor's side: a slot from the scheduler, a private
-// working directory, the pipes and the code memfd handed to the zygote, then
-// the I/O loop that feeds stdin, reads both streams under one budget and
-// enforces the deadline. The answer goes out as soon as the runner has
-// reported and its pipes are closed; reaping and removing the directory
-// happen afterwards, off the caller's path.
+// One run from the supervisor's side, in named steps: acquire a slot from the
+// scheduler, prepare a private working directory and the run's pipes and
+// code memfd, hand them over to the zygote, pump I/O under the deadline
+// (stdin fed, both streams read under one budget), settle the end from the
+// trusted side, report. The answer goes out as soon as the runner has
+// reported and its pipes are closed; removing the directory happens
+// afterwards, off the caller's path.
 #pragma once
 
 #include <atomic>
@@ -22,8 +23,8 @@
 
 #include "base/cancel.h"
 #include "base/config.h"
-#include "tool/contract.h"
 #include "base/metrics.h"
+#include "supervisor/run.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/zygote_client.h"
 
@@ -41,7 +42,7 @@ class Executor {
 
   // Admission must have succeeded (Scheduler::Admit) before. Blocks until the
   // run is over. Returns the result, or a tool-error message.
-  std::variant<ExecResult, std::string> Run(const ExecRequest& req, CancelToken& cancel);
+  std::variant<RunOutcome, std::string> Run(const RunRequest& req, CancelToken& cancel);
 
   // Gives back an admitted place without running (the run was refused).
   void Withdraw() { scheduler_.Withdraw(); }
@@ -53,17 +54,30 @@ class Executor {
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct RunFds;
   struct RunIo;
-  void PumpUntilEnded(RunIo& io, uint64_t run_id, Clock::time_point started_at);
-  void FeedStdin(RunIo& io);
+  class Workdir;
+  class ActiveRun;
+  // The steps of Run(), in order.
+  std::optional<std::string> AcquireSlot(CancelToken& cancel);
+  std::optional<std::string> PrepareWorkdir(Workdir* workdir);
+  std::optional<std::string> Handover(uint64_t run_id, const RunRequest& req,
+                                      const std::string& workdir, RunFds& fds,
+                                      const std::shared_ptr<RunSlot>& slot);
+  void PumpUntilEnded(RunIo& io);
   std::optional<std::string> Settle(RunIo& io);
-  void Report(uint64_t run_id, const ExecRequest& req, const ExecResult& result, bool failed);
+  void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed);
+  // Within the pump.
+  void FeedStdin(RunIo& io);
+  void Drain(RunIo& io, int fd, std::string* into, bool* open);
+  void OnSlotChanged(RunIo& io);
 
   struct Cleanup {
     uint64_t run_id;
     std::shared_ptr<RunSlot> slot;
     std::string workdir;
   };
+  void QueueCleanup(Cleanup c);
   void CleanerLoop();
   void PurgeDevShm();
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -20,12 +21,24 @@
 
 namespace mcpexec {
 
+std::shared_ptr<RunSlot> RunSlot::Make() {
+  auto slot = std::make_shared<RunSlot>();
+  slot->wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!slot->wake_) return nullptr;
+  return slot;
+}
+
 void RunSlot::Notify() {
   cv.notify_all();
-  if (wake_fd >= 0) {
+  if (wake_) {
     uint64_t one = 1;
-    (void)!write(wake_fd, &one, sizeof one);
+    (void)!write(wake_.get(), &one, sizeof one);
   }
+}
+
+void RunSlot::CloseWake() {
+  std::lock_guard<std::mutex> lock(mu);
+  wake_.Reset();
 }
 
 std::vector<std::string> ZygoteEnvironment(const Config& config, const std::string& cache_dir) {
@@ -393,6 +406,11 @@ void ZygoteClient::Shutdown() {
 RuntimeReport ZygoteClient::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   return report_;
+}
+
+bool ZygoteClient::private_mounts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return (ns_flags_ & CLONE_NEWNS) != 0;
 }
 
 pid_t ZygoteClient::zygote_pid() const {

@@ -16,15 +16,18 @@
 #include <thread>
 
 #include "base/config.h"
-#include "tool/contract.h"
-#include "sandbox/cgroups.h"
+#include "base/unique_fd.h"
 #include "process/wire.h"
+#include "sandbox/cgroups.h"
+#include "supervisor/run.h"
 
 namespace mcpexec {
 
 // What the zygote has told us about one run. Guarded by its own mutex; the
-// run's I/O loop is woken through wake_fd (an eventfd) on every change.
+// run's I/O loop is woken through an eventfd on every change.
 struct RunSlot {
+  // A slot with its eventfd; nullptr (errno set) if the kernel refuses one.
+  static std::shared_ptr<RunSlot> Make();
   std::mutex mu;
   std::condition_variable cv;
   bool started = false;
@@ -34,8 +37,17 @@ struct RunSlot {
   bool oom_killed = false;  // the run's cgroup killed something for memory
   bool lost = false;        // the zygote died or refused the run
   std::string lost_reason;
-  int wake_fd = -1;
+  // With mu held: wakes the run's I/O loop.
   void Notify();
+  // The eventfd to poll. Open until CloseWake(), which only the run's own
+  // cleanup calls, after its I/O loop is over.
+  int wake_fd() const { return wake_.get(); }
+  // Closes the eventfd under mu: a late message from the zygote then wakes
+  // nobody.
+  void CloseWake();
+
+ private:
+  UniqueFd wake_;  // guarded by mu
 };
 
 class ZygoteClient {
@@ -58,6 +70,9 @@ class ZygoteClient {
 
   RuntimeReport report() const;
   pid_t zygote_pid() const;
+  // The zygote has a mount namespace of its own: runs get private /tmp and
+  // /dev/shm.
+  bool private_mounts() const;
   int64_t restarts() const { return restarts_.load(); }
 
  private:

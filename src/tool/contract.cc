@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/utf8.h"
+#include "protocol/mcp_session.h"
 
 namespace mcpexec {
 
@@ -13,8 +14,11 @@ using json = nlohmann::json;
 const char* ExecToolName() { return "exec"; }
 
 const std::vector<std::string>& ExecReasons() {
-  static const std::vector<std::string> kReasons = {"timeout", "memory", "cpu",       "file_size",
-                                                    "seccomp", "signal", "cancelled", "shutdown"};
+  static const std::vector<std::string> kReasons = [] {
+    std::vector<std::string> names;
+    for (RunEnd end : AbnormalRunEnds()) names.emplace_back(RunEndName(end));
+    return names;
+  }();
   return kReasons;
 }
 
@@ -58,26 +62,6 @@ json ExecOutputSchema() {
         {"queue_ms", {{"type", "integer"}, {"description", "time spent waiting for a slot"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
   };
-}
-
-RuntimeReport ParseRuntimeReport(const json& j) {
-  RuntimeReport r;
-  r.python_version = j.value("python", "");
-  r.sandbox = j.value("sandbox", nlohmann::json::object());
-  if (j.contains("packages") && j["packages"].is_object()) {
-    // Keep the order the runtime promises them in (nlohmann sorts keys).
-    static const char* kOrder[] = {"numpy", "pandas", "PyYAML", "Jinja2", "Pillow", "matplotlib"};
-    for (const char* name : kOrder) {
-      if (!j["packages"].contains(name)) continue;
-      const json& p = j["packages"][name];
-      if (p.value("available", false)) {
-        r.packages.emplace_back(name, p.value("version", "unknown"));
-      } else {
-        r.missing.push_back(name);
-      }
-    }
-  }
-  return r;
 }
 
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
@@ -256,11 +240,6 @@ json ToolResult(const ExecResult& r) {
   };
 }
 
-json ToolError(const std::string& message) {
-  return {
-      {"content", json::array({{{"type", "text"}, {"text", message}}})},
-      {"isError", true},
-  };
-}
+json ToolError(const std::string& message) { return ToolErrorResult(message); }
 
 }  // namespace mcpexec

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "supervisor/run.h"
 
 namespace mcpexec {
 
@@ -31,20 +32,7 @@ struct ExecResult {
   std::string reason;  // "", "timeout", "signal", "cancelled", ...
   int64_t queue_ms = 0;
   int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
-  // For the log: the lockdown's cost on the request's path and ahead of it.
-  int32_t lockdown_us = 0, lockdown_ahead_us = 0;
 };
-
-// What the zygote reports about its interpreter (python version, packages).
-struct RuntimeReport {
-  std::string python_version;
-  // distribution name -> version, only the importable ones, in promise order.
-  std::vector<std::pair<std::string, std::string>> packages;
-  std::vector<std::string> missing;  // promised but not importable
-  nlohmann::json sandbox;            // namespaces and layers, from the zygote
-};
-
-RuntimeReport ParseRuntimeReport(const nlohmann::json& j);
 
 const char* ExecToolName();
 // Every value the result's `reason` can take.

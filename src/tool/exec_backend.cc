@@ -1,12 +1,13 @@
 #include "tool/exec_backend.h"
 
+#include "base/log.h"
 #include "supervisor/doctor.h"
 
 namespace mcpexec {
 
 using json = nlohmann::json;
 
-ExecService::ExecService(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
+ExecBackend::ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
                          Executor& executor, Metrics& metrics, std::string sandbox_summary)
     : config_(config),
       zygote_(zygote),
@@ -15,21 +16,23 @@ ExecService::ExecService(const Config& config, ZygoteClient& zygote, Scheduler& 
       metrics_(metrics),
       sandbox_summary_(std::move(sandbox_summary)) {}
 
-bool ExecService::Ready() const {
+bool ExecBackend::Ready() const {
   return zygote_.WaitReady(0) && SandboxRefusal(zygote_.report()).empty() &&
          scheduler_.running() + scheduler_.queued() <
              scheduler_.max_running() + scheduler_.max_queued();
 }
 
-Metrics::Gauges ExecService::Gauges() const {
+std::string ExecBackend::MetricsText(int64_t sessions, int64_t streams) const {
   Metrics::Gauges g;
   g.in_flight = scheduler_.running();
   g.queued = scheduler_.waiting();
   g.zygote_restarts = zygote_.restarts();
-  return g;
+  g.sessions = sessions;
+  g.streams = streams;
+  return metrics_.Render(g);
 }
 
-json ExecService::ToolDescriptor() const {
+json ExecBackend::ToolDescriptor() const {
   return {
       {"name", ExecToolName()},
       {"title", "Execute Python"},
@@ -44,16 +47,22 @@ json ExecService::ToolDescriptor() const {
   };
 }
 
-bool ExecService::Admit(std::string* why) {
-  if (scheduler_.Admit()) return true;
-  metrics_.RecordRefused();
-  *why = "the server is at capacity: " + std::to_string(scheduler_.max_running()) +
-         " runs executing and " + std::to_string(scheduler_.max_queued()) +
-         " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly";
-  return false;
+std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments) {
+  auto validated = ValidateExecArguments(arguments, config_);
+  if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
+  if (!scheduler_.Admit()) {
+    metrics_.RecordRefused();
+    log::Warn("at_capacity", {});
+    return ToolError("the server is at capacity: " + std::to_string(scheduler_.max_running()) +
+                     " runs executing and " + std::to_string(scheduler_.max_queued()) +
+                     " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly");
+  }
+  return Work([this, req = std::get<ExecRequest>(std::move(validated))](CancelToken& cancel) {
+    return Execute(req, cancel);
+  });
 }
 
-json ExecService::Execute(const ExecRequest& req, CancelToken& cancel) {
+json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel) {
   // Fail closed: without its required layers the sandbox runs nothing.
   std::string refusal = SandboxRefusal(zygote_.report());
   if (!refusal.empty()) {
@@ -61,9 +70,28 @@ json ExecService::Execute(const ExecRequest& req, CancelToken& cancel) {
     return ToolError("this server refuses to run code: " + refusal +
                      ". Run `mcp-exec doctor` for details.");
   }
-  auto outcome = executor_.Run(req, cancel);
+  auto outcome = executor_.Run(ToRunRequest(req), cancel);
   if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
-  return ToolResult(std::get<ExecResult>(outcome));
+  return ToolResult(ToExecResult(std::get<RunOutcome>(std::move(outcome))));
+}
+
+RunRequest ToRunRequest(const ExecRequest& req) {
+  return RunRequest{req.code, req.stdin_data, req.timeout_s};
+}
+
+ExecResult ToExecResult(RunOutcome o) {
+  ExecResult r;
+  r.stdout_data = std::move(o.stdout_data);
+  r.stderr_data = std::move(o.stderr_data);
+  r.exit_code = o.exit_code;
+  r.duration_ms = o.duration_ms;
+  r.truncated = o.truncated;
+  r.timed_out = o.end == RunEnd::kTimeout;
+  r.signal = o.signal;
+  r.reason = RunEndName(o.end);
+  r.queue_ms = o.queue_ms;
+  r.output_bytes = o.output_bytes;
+  return r;
 }
 
 }  // namespace mcpexec

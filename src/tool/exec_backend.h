@@ -1,26 +1,36 @@
-// The exec tool as the sessions see it: admission, execution, results.
+// The exec tool bound to the supervisor: validates a call's arguments by the
+// contract, admits it, maps it to a run and the run's outcome to the tool's
+// result. Also what the transports may know of the server (ServerHealth).
 #pragma once
 
-#include "supervisor/executor.h"
+#include <string>
+
+#include "base/config.h"
+#include "base/metrics.h"
+#include "protocol/health.h"
 #include "protocol/mcp_session.h"
+#include "supervisor/executor.h"
+#include "tool/contract.h"
 
 namespace mcpexec {
 
-class ExecService : public ToolBackend {
+class ExecBackend : public ToolBackend, public ServerHealth {
  public:
-  ExecService(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
+  ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
               Metrics& metrics, std::string sandbox_summary);
-  const Config& config() const override { return config_; }
-  nlohmann::json ToolDescriptor() const override;
-  bool Admit(std::string* why) override;
-  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel) override;
 
-  // For health and metrics endpoints.
-  bool Ready() const;
-  Metrics::Gauges Gauges() const;
-  Metrics& metrics() { return metrics_; }
+  // ToolBackend
+  nlohmann::json ToolDescriptor() const override;
+  std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments) override;
+
+  // ServerHealth
+  bool Ready() const override;
+  std::string MetricsText(int64_t sessions, int64_t streams) const override;
+  void RecordHttpRefused(int status) override { metrics_.RecordHttpRefused(status); }
 
  private:
+  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel);
+
   const Config& config_;
   ZygoteClient& zygote_;
   Scheduler& scheduler_;
@@ -28,5 +38,10 @@ class ExecService : public ToolBackend {
   Metrics& metrics_;
   std::string sandbox_summary_;
 };
+
+// The run a validated request asks for, and the tool's result for a run's
+// outcome.
+RunRequest ToRunRequest(const ExecRequest& req);
+ExecResult ToExecResult(RunOutcome outcome);
 
 }  // namespace mcpexec

@@ -18,9 +18,9 @@
 #include <set>
 #include <thread>
 
-#include "transport/http_server.h"
 #include "base/log.h"
 #include "protocol/mcp_session.h"
+#include "transport/http_server.h"
 
 namespace mcpexec {
 
@@ -418,8 +418,9 @@ constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
 
 class HttpTransport final : public http::Handler {
  public:
-  HttpTransport(ExecService& service, const Config& config)
-      : service_(service),
+  HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config)
+      : tools_(tools),
+        health_(health),
         config_(config),
         listen_(http_policy::ParseAddr(config.addr)),
         sessions_(static_cast<size_t>(config.max_sessions)),
@@ -446,7 +447,8 @@ class HttpTransport final : public http::Handler {
   void Drain();
   void FlushRefusalLog(Clock::time_point now);
 
-  ExecService& service_;
+  ToolBackend& tools_;
+  ServerHealth& health_;
   const Config& config_;
   const http_policy::Listen listen_;
   SessionTable sessions_;
@@ -525,7 +527,7 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
     return ex->Reply(std::move(r));
   }
   if (path == "/readyz" && get) {
-    if (!stopping_ && service_.Ready()) {
+    if (!stopping_ && health_.Ready()) {
       http::Response r;
       r.content_type = "text/plain";
       r.body = "ready\n";
@@ -536,12 +538,9 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
                                   : "not ready: the sandbox is starting, refused, or at capacity"));
   }
   if (path == "/metrics" && get) {
-    Metrics::Gauges g = service_.Gauges();
-    g.sessions = static_cast<int64_t>(sessions_.size());
-    g.streams = streams_;
     http::Response r;
     r.content_type = "text/plain; version=0.0.4";
-    r.body = service_.metrics().Render(g);
+    r.body = health_.MetricsText(static_cast<int64_t>(sessions_.size()), streams_);
     return ex->Reply(std::move(r));
   }
   if (config_.transport == Transport::kHttp) {
@@ -565,7 +564,7 @@ void HttpTransport::Refused(int status, const std::string& method, const std::st
                             const std::string& client) {
   // A probe's "not ready" is an answer, not a refusal.
   if (status == 503 && path == "/readyz") return;
-  service_.metrics().RecordHttpRefused(status);
+  health_.RecordHttpRefused(status);
   // The log is written synchronously: a flood of refusals must not become a
   // flood of lines (nor stall the I/O threads). The metric counts them all.
   {
@@ -640,7 +639,7 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
   std::shared_ptr<HttpSession> session;
   http::Headers session_header;
   if (is_request && msg["method"] == "initialize") {
-    auto created = sessions_.Create(service_, false);
+    auto created = sessions_.Create(tools_, false);
     if (!created.second) {
       return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
     }
@@ -763,7 +762,7 @@ void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
   if (!ReserveStream()) {
     return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
   }
-  auto created = sessions_.Create(service_, true);
+  auto created = sessions_.Create(tools_, true);
   if (!created.second) {
     streams_--;
     return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
@@ -928,8 +927,8 @@ int HttpTransport::Run(int signal_fd) {
 
 }  // namespace
 
-int ServeHttp(ExecService& service, const Config& config, int signal_fd) {
-  HttpTransport transport(service, config);
+int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd) {
+  HttpTransport transport(tools, health, config);
   return transport.Run(signal_fd);
 }
 

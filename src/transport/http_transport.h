@@ -3,13 +3,14 @@
 // path opens the stream, POSTs go to the endpoint it announces). Both share
 // auth, DNS-rebinding protection, CORS for allowed origins, limits,
 // sessions, /healthz, /readyz and /metrics. The HTTP server underneath is
-// src/http_server.h (Boost.Beast).
+// transport/http_server.h (Boost.Beast).
 #pragma once
 
 #include <string>
 
 #include "base/config.h"
-#include "tool/exec_backend.h"
+#include "protocol/health.h"
+#include "protocol/mcp_session.h"
 #include "transport/http_policy.h"
 
 namespace mcpexec {
@@ -18,6 +19,6 @@ namespace mcpexec {
 // work, lets running calls finish for the grace period, ends the rest with
 // an answer to each and returns 0. Returns 1 (after logging why) if it
 // cannot listen.
-int ServeHttp(ExecService& service, const Config& config, int signal_fd);
+int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd);
 
 }  // namespace mcpexec

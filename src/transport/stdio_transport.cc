@@ -40,10 +40,10 @@ class LineWriter {
 
 }  // namespace
 
-int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd) {
+int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd) {
   LineWriter writer(out_fd);
   McpSession session(backend, [&writer](const nlohmann::json& m) { writer.Send(m); });
-  const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(backend.config()));
+  const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(config));
   std::string buf;
   bool discarding = false;  // inside an oversized line: drop until its newline
   std::string stop_reason = "eof";

@@ -3,11 +3,12 @@
 // run of the session and returns 0.
 #pragma once
 
+#include "base/config.h"
 #include "protocol/mcp_session.h"
 
 namespace mcpexec {
 
 // signal_fd: a signalfd for SIGTERM/SIGINT/SIGHUP (blocked in every thread).
-int ServeStdio(ToolBackend& backend, int in_fd, int out_fd, int signal_fd);
+int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd);
 
 }  // namespace mcpexec

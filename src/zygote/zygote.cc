@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "process/proc_tree.h"
+#include "process/wire.h"
 #include "sandbox/fds.h"
 #include "sandbox/lockdown.h"
 #include "sandbox/namespaces.h"
-#include "process/wire.h"
 
 namespace py = pybind11;
 

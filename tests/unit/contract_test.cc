@@ -165,7 +165,8 @@ TEST(ExecDescriptionTest, StatesLiveLimitsAndPackages) {
   c.max_output_bytes = 12345;
   RuntimeReport rt = ParseRuntimeReport(json::parse(
       R"({"python":"3.11.2","packages":{"numpy":{"available":true,"version":"1.24.2"},
-          "pandas":{"available":false,"error":"x"}}})"));
+          "pandas":{"available":false,"error":"x"}},
+          "package_order":["numpy","pandas"]})"));
   std::string d = ExecDescription(c, rt, "");
   for (const char* s : {"17 s", "99 s", "12345 bytes", "10 bytes", "numpy 1.24.2", "3.11.2"}) {
     EXPECT_NE(d.find(s), std::string::npos) << s << " in " << d;

@@ -6,8 +6,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "sandbox_test_util.h"
 #include "process/wire.h"
+#include "sandbox_test_util.h"
 
 namespace mcpexec::testing {
 namespace {

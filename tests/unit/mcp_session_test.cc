@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "base/cancel.h"
+#include "base/config.h"
+#include "tool/contract.h"
 
 namespace mcpexec {
 namespace {
@@ -15,16 +17,19 @@ namespace {
 using json = nlohmann::json;
 
 // A backend that answers without running anything, so the protocol layer is
-// tested alone.
+// tested alone (the arguments are checked by the real contract).
 class FakeBackend : public ToolBackend {
  public:
-  const Config& config() const override { return config_; }
   json ToolDescriptor() const override { return {{"name", "exec"}}; }
-  bool Admit(std::string* why) override {
-    if (full) *why = "the server is at capacity";
-    return !full;
+  std::variant<Work, json> Accept(const json& arguments) override {
+    auto validated = ValidateExecArguments(arguments, config_);
+    if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
+    if (full) return ToolError("the server is at capacity");
+    return Work([this, req = std::get<ExecRequest>(validated)](CancelToken& cancel) {
+      return Execute(req, cancel);
+    });
   }
-  json Execute(const ExecRequest& req, CancelToken& cancel) override {
+  virtual json Execute(const ExecRequest& req, CancelToken& cancel) {
     if (req.code == "block") {
       // Waits until cancelled.
       WaitCancelled(cancel);

@@ -1,0 +1,58 @@
+#include "supervisor/run.h"
+
+namespace mcpexec {
+
+const std::vector<RunEnd>& AbnormalRunEnds() {
+  static const std::vector<RunEnd> kEnds = {RunEnd::kTimeout,   RunEnd::kMemory,  RunEnd::kCpu,
+                                            RunEnd::kFileSize,  RunEnd::kSeccomp, RunEnd::kSignal,
+                                            RunEnd::kCancelled, RunEnd::kShutdown};
+  return kEnds;
+}
+
+const char* RunEndName(RunEnd end) {
+  switch (end) {
+    case RunEnd::kExited:
+      return "";
+    case RunEnd::kTimeout:
+      return "timeout";
+    case RunEnd::kCancelled:
+      return "cancelled";
+    case RunEnd::kShutdown:
+      return "shutdown";
+    case RunEnd::kMemory:
+      return "memory";
+    case RunEnd::kCpu:
+      return "cpu";
+    case RunEnd::kFileSize:
+      return "file_size";
+    case RunEnd::kSeccomp:
+      return "seccomp";
+    case RunEnd::kSignal:
+      return "signal";
+  }
+  return "signal";
+}
+
+RuntimeReport ParseRuntimeReport(const nlohmann::json& j) {
+  RuntimeReport r;
+  r.python_version = j.value("python", "");
+  r.sandbox = j.value("sandbox", nlohmann::json::object());
+  const nlohmann::json packages = j.value("packages", nlohmann::json::object());
+  // The runtime names its promised packages in order (a JSON object's keys
+  // come back sorted), so the package list lives in the runtime alone.
+  const nlohmann::json order = j.value("package_order", nlohmann::json::array());
+  if (!packages.is_object() || !order.is_array()) return r;
+  for (const auto& name_json : order) {
+    if (!name_json.is_string()) continue;
+    std::string name = name_json.get<std::string>();
+    const nlohmann::json p = packages.value(name, nlohmann::json::object());
+    if (p.is_object() && p.value("available", false)) {
+      r.packages.emplace_back(name, p.value("version", "unknown"));
+    } else {
+      r.missing.push_back(name);
+    }
+  }
+  return r;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,64 @@
+// The supervisor's own vocabulary for one run and for the zygote's report,
+// independent of any tool: the exec tool maps its arguments to a RunRequest
+// and a RunOutcome to its result.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mcpexec {
+
+struct RunRequest {
+  std::string code;
+  std::string stdin_data;
+  int64_t timeout_s = 0;  // wall clock; the tool has defaulted and clamped it
+};
+
+// How a run that did start came to its end.
+enum class RunEnd {
+  kExited,     // by itself: exit_code says how
+  kTimeout,    // the deadline killed it
+  kCancelled,  // the client cancelled it
+  kShutdown,   // the server's shutdown ended it
+  kMemory,     // past its memory limit (cgroup kill, or an uncaught MemoryError)
+  kCpu,        // SIGXCPU: past RLIMIT_CPU
+  kFileSize,   // SIGXFSZ: a file past the disk limit
+  kSeccomp,    // SIGSYS: a call the policy kills on
+  kSignal,     // any other fatal signal
+};
+// Every end but kExited, in a fixed order.
+const std::vector<RunEnd>& AbnormalRunEnds();
+// "timeout", "cancelled", ... ("" for kExited): the names logs, metrics and
+// the tool's `reason` share.
+const char* RunEndName(RunEnd end);
+
+struct RunOutcome {
+  std::string stdout_data;  // raw bytes as the run wrote them, within the budget
+  std::string stderr_data;
+  bool truncated = false;    // the shared budget dropped bytes
+  int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
+  int exit_code = 0;         // 0-255, or -1 when killed (deadline, cancel, signal)
+  int signal = 0;            // the signal that ended it, 0 if none
+  RunEnd end = RunEnd::kExited;
+  int64_t duration_ms = 0;
+  int64_t queue_ms = 0;
+  // The lockdown's cost on the request's path and ahead of it.
+  int32_t lockdown_us = 0, lockdown_ahead_us = 0;
+};
+
+// What the zygote reports about its interpreter (python version, packages)
+// and its sandbox.
+struct RuntimeReport {
+  std::string python_version;
+  // distribution name -> version, only the importable ones, in promise order.
+  std::vector<std::pair<std::string, std::string>> packages;
+  std::vector<std::string> missing;  // promised but not importable
+  nlohmann::json sandbox;            // namespaces and layers, from the zygote
+};
+
+RuntimeReport ParseRuntimeReport(const nlohmann::json& j);
+
+}  // namespace mcpexec
