@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <linux/sched.h>
 #include <pthread.h>
+#include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
@@ -13,14 +14,27 @@
 #include <sys/sysmacros.h>
 #include <termios.h>
 
+#include <map>
+#include <set>
+#include <sstream>
+
 #include "sandbox/credentials.h"
 #include "sandbox_test_util.h"
 
 namespace mcpexec::testing {
 namespace {
 
+using sandbox::seccomp_policy::Action;
 using sandbox::seccomp_policy::Apply;
+using sandbox::seccomp_policy::ArgRule;
+using sandbox::seccomp_policy::Condition;
+using sandbox::seccomp_policy::DefaultPolicy;
+using sandbox::seccomp_policy::Group;
+using sandbox::seccomp_policy::Policy;
 using sandbox::seccomp_policy::Prepare;
+using sandbox::seccomp_policy::Presence;
+using sandbox::seccomp_policy::Row;
+using sandbox::seccomp_policy::SyscallNames;
 
 class SeccompPolicyTest : public ::testing::Test {
  protected:
@@ -252,6 +266,185 @@ TEST_F(SeccompPolicyTest, EveryRuleIsDocumented) {
   for (const auto& r : sandbox::seccomp_policy::Describe()) {
     EXPECT_FALSE(r.why.empty()) << r.syscall;
   }
+}
+
+// --- The table itself: no kernel filter needed, libseccomp only ---
+
+// Every syscall named by a row, with the row's action.
+std::map<std::string, Action> RowSyscalls(const Policy& policy) {
+  std::map<std::string, Action> out;
+  for (const Group& g : policy.groups) {
+    for (const Row& r : g.rows) {
+      for (const std::string& name : SyscallNames(r)) out.emplace(name, r.action);
+    }
+  }
+  return out;
+}
+
+TEST(SeccompPolicyTable, IsConsistent) {
+  EXPECT_EQ(sandbox::seccomp_policy::Check(DefaultPolicy()), "");
+}
+
+TEST(SeccompPolicyTable, NoRowShadowsAnArgumentRule) {
+  std::map<std::string, Action> rows = RowSyscalls(DefaultPolicy());
+  for (const ArgRule& rule : DefaultPolicy().arg_rules) {
+    auto it = rows.find(rule.syscall);
+    // An unconditional allow would undo the rule; any other action would
+    // contradict it.
+    EXPECT_EQ(it, rows.end()) << rule.syscall << " has argument rules and a row";
+  }
+}
+
+TEST(SeccompPolicyTable, NoSyscallInTwoRows) {
+  std::map<std::string, int> seen;
+  for (const Group& g : DefaultPolicy().groups) {
+    for (const Row& r : g.rows) {
+      for (const std::string& name : SyscallNames(r)) {
+        EXPECT_EQ(++seen[name], 1) << name << " is in two rows (again in " << g.title << ")";
+      }
+    }
+  }
+}
+
+// A reason says who needs the call or why it is denied, in a few words: not a
+// category ("files", "I/O") and not a pointer to another row ("see mount").
+void ExpectRealReason(const std::string& why, const std::string& what) {
+  std::istringstream in(why);
+  size_t words = 0;
+  for (std::string w; in >> w;) ++words;
+  EXPECT_GE(words, 3U) << what << ": reason too short: '" << why << "'";
+  EXPECT_GE(why.size(), 15U) << what << ": reason too short: '" << why << "'";
+  EXPECT_NE(why.rfind("see ", 0), 0U) << what << ": a reason of its own, please: '" << why << "'";
+}
+
+TEST(SeccompPolicyTable, EveryRowHasARealReason) {
+  for (const Group& g : DefaultPolicy().groups) {
+    EXPECT_NE(std::string(g.title), "");
+    EXPECT_FALSE(g.rows.empty()) << g.title;
+    for (const Row& r : g.rows) ExpectRealReason(r.why, r.syscalls);
+  }
+  for (const ArgRule& rule : DefaultPolicy().arg_rules) {
+    ExpectRealReason(rule.why, std::string(rule.syscall) + " if " +
+                                   sandbox::seccomp_policy::ConditionText(rule));
+  }
+}
+
+// The architectures the policy is written for. A row may only say a syscall
+// is missing somewhere if it really is, and must say so if it is.
+TEST(SeccompPolicyTable, PresenceFlagsAreAccurate) {
+  auto on = [](uint32_t arch, const std::string& name) {
+    return seccomp_syscall_resolve_name_arch(arch, name.c_str()) >= 0;
+  };
+  auto check = [&](const std::string& name, Presence presence) {
+    bool x86 = on(SCMP_ARCH_X86_64, name);
+    bool arm = on(SCMP_ARCH_AARCH64, name);
+    bool riscv = on(SCMP_ARCH_RISCV64, name);
+    switch (presence) {
+      case Presence::kEverywhere:
+        EXPECT_TRUE(x86 && arm && riscv) << name << " is not everywhere: mark its row";
+        break;
+      case Presence::kLegacy:
+        EXPECT_TRUE(x86 && !(arm && riscv)) << name << " is not a legacy call";
+        break;
+      case Presence::kX86Only:
+        EXPECT_TRUE(x86 && !arm && !riscv) << name << " is not x86-only";
+        break;
+    }
+  };
+  for (const Group& g : DefaultPolicy().groups) {
+    for (const Row& r : g.rows) {
+      for (const std::string& name : SyscallNames(r)) check(name, r.presence);
+    }
+  }
+  for (const ArgRule& rule : DefaultPolicy().arg_rules) check(rule.syscall, rule.presence);
+}
+
+// Describe() is generated from the same tables the filter is built from.
+TEST(SeccompPolicyTable, DescribeReadsTheTables) {
+  std::vector<sandbox::seccomp_policy::RuleDoc> docs = sandbox::seccomp_policy::Describe();
+  size_t rows = RowSyscalls(DefaultPolicy()).size();
+  ASSERT_EQ(docs.size(), rows + DefaultPolicy().arg_rules.size() + 1);
+  for (size_t i = 0; i < DefaultPolicy().arg_rules.size(); ++i) {
+    const ArgRule& rule = DefaultPolicy().arg_rules[i];
+    const auto& doc = docs[rows + i];
+    EXPECT_EQ(doc.syscall, rule.syscall);
+    EXPECT_EQ(doc.action, "allow if " + sandbox::seccomp_policy::ConditionText(rule));
+    EXPECT_EQ(doc.why, rule.why);
+  }
+  std::set<std::string> ioctls;
+  for (const auto& d : docs) {
+    if (d.syscall == "ioctl") ioctls.insert(d.action);
+  }
+  for (const char* name : {"TCGETS", "TIOCGWINSZ", "FIONREAD", "FIONBIO", "FIOCLEX", "FIONCLEX"}) {
+    EXPECT_EQ(ioctls.count(std::string("allow if arg1 (request) & 0xffffffff == ") + name), 1U)
+        << name;
+  }
+  for (const auto& d : docs) {
+    if (d.syscall == "socket") {
+      EXPECT_EQ(d.action, "allow if arg0 (domain) == AF_UNIX");
+    }
+    if (d.syscall == "setpriority") {
+      EXPECT_EQ(d.action, "allow if arg0 (which) == PRIO_PROCESS and arg1 (who) == 0 (the caller)");
+    }
+  }
+}
+
+constexpr Row kReadRow[] = {{"read", Action::kAllow, "a row that is fine"}};
+constexpr Group kReadGroup[] = {{"test", kReadRow}};
+
+std::string PrepareError(const Policy& policy) {
+  std::vector<sock_filter> program;
+  std::string error;
+  if (Prepare(policy, &program, &error)) return "";
+  return error.empty() ? "(failed without an error)" : error;
+}
+
+TEST(SeccompPolicyTable, UnknownSyscallNameIsAnError) {
+  static constexpr Row kTypo[] = {{"read", Action::kAllow, "a row that is fine"},
+                                  {"mmapp", Action::kAllow, "a mistyped name"}};
+  static constexpr Group kGroups[] = {{"test", kTypo}};
+  EXPECT_NE(PrepareError({kGroups, {}}).find("'mmapp'"), std::string::npos)
+      << PrepareError({kGroups, {}});
+  // Even where the row would only document a decision (EPERM adds no rule).
+  static constexpr Row kTypoDenied[] = {{"mountt", Action::kErrnoEperm, "a mistyped name"}};
+  static constexpr Group kDenied[] = {{"test", kTypoDenied}};
+  EXPECT_NE(PrepareError({kDenied, {}}).find("'mountt'"), std::string::npos);
+  static constexpr ArgRule kTypoRule[] = {
+      {"sockett", {Condition{Condition::Op::kEq, 0, "domain", {}, {AF_UNIX, "AF_UNIX"}}}, "typo"}};
+  EXPECT_NE(PrepareError({kReadGroup, kTypoRule}).find("'sockett'"), std::string::npos);
+  EXPECT_EQ(PrepareError({kReadGroup, {}}), "");
+}
+
+TEST(SeccompPolicyTable, SyscallMissingOnThisArchMustBeExpected) {
+  // _llseek exists on 32-bit architectures only: libseccomp knows the name.
+  static constexpr Row kSilent[] = {{"_llseek", Action::kAllow, "not on x86_64"}};
+  static constexpr Group kSilentGroup[] = {{"test", kSilent}};
+  EXPECT_NE(PrepareError({kSilentGroup, {}}).find("'_llseek'"), std::string::npos);
+  static constexpr Row kSaid[] = {{"_llseek", Action::kAllow, "not on x86_64", Presence::kLegacy}};
+  static constexpr Group kSaidGroup[] = {{"test", kSaid}};
+  EXPECT_EQ(PrepareError({kSaidGroup, {}}), "");
+}
+
+TEST(SeccompPolicyTable, ShadowingRowsAndDuplicatesAreErrors) {
+  static constexpr ArgRule kUnixOnly[] = {
+      {"socket", {Condition{Condition::Op::kEq, 0, "domain", {}, {AF_UNIX, "AF_UNIX"}}}, "unix"}};
+  static constexpr Row kSocketRow[] = {{"read socket", Action::kAllow, "would undo AF_UNIX"}};
+  static constexpr Group kShadow[] = {{"test", kSocketRow}};
+  std::string error = PrepareError({kShadow, kUnixOnly});
+  EXPECT_NE(error.find("socket"), std::string::npos) << error;
+  EXPECT_NE(error.find("shadow"), std::string::npos) << error;
+  EXPECT_EQ(PrepareError({kReadGroup, kUnixOnly}), "");
+
+  static constexpr Row kTwice[] = {{"read", Action::kAllow, "once"},
+                                   {"write read", Action::kKill, "twice"}};
+  static constexpr Group kTwiceGroup[] = {{"test", kTwice}};
+  error = PrepareError({kTwiceGroup, {}});
+  EXPECT_NE(error.find("read is in two rows"), std::string::npos) << error;
+
+  // A rule without a condition would be an unconditional allow.
+  static constexpr ArgRule kNoCondition[] = {{"socket", {}, "no condition at all"}};
+  error = PrepareError({kReadGroup, kNoCondition});
+  EXPECT_NE(error.find("no condition"), std::string::npos) << error;
 }
 
 }  // namespace
