@@ -43,7 +43,7 @@ bool Send(int sock, const Header& h, const void* payload, size_t len, const int*
 
 namespace {
 
-int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vector<int>* fds) {
+int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vector<UniqueFd>* fds) {
   // One buffer per thread, made once: every run's messages pass here (the
   // zygote's run requests, the inits' reports), and 256 KiB zeroed per
   // message would be paid on the request's path.
@@ -68,18 +68,13 @@ int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vecto
       int got[kMaxFds];
       memcpy(got, CMSG_DATA(c), sizeof(int) * count);
       for (size_t i = 0; i < count; ++i) {
-        if (fds)
-          fds->push_back(got[i]);
-        else
-          close(got[i]);
+        UniqueFd fd(got[i]);
+        if (fds) fds->push_back(std::move(fd));
       }
     }
   }
   if (static_cast<size_t>(n) < sizeof(Header) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-    if (fds) {
-      for (int fd : *fds) close(fd);
-      fds->clear();
-    }
+    if (fds) fds->clear();
     errno = EPROTO;
     return -1;
   }
@@ -90,11 +85,11 @@ int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vecto
 
 }  // namespace
 
-int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
+int Receive(int sock, Header* h, std::string* payload, std::vector<UniqueFd>* fds) {
   return ReceiveWith(sock, 0, h, payload, fds);
 }
 
-int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<int>* fds) {
+int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<UniqueFd>* fds) {
   return ReceiveWith(sock, MSG_DONTWAIT, h, payload, fds);
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::wire {
 
 enum class Type : uint32_t {
@@ -42,7 +44,7 @@ struct RunParams {
   int64_t timeout_s;
 };
 
-constexpr size_t kMaxPayload = 256 * 1024;
+constexpr size_t kMaxPayload = size_t{256} * 1024;
 
 // kFatal's value when the zygote could not finish its namespaces: the
 // supervisor then starts it again with fewer.
@@ -79,9 +81,9 @@ constexpr size_t kStatusReadMax = sizeof(LockdownVerdict) + sizeof(RunNote);
 // Returns false with errno set on failure. Retries EINTR.
 bool Send(int sock, const Header& h, const void* payload, size_t len, const int* fds, int nfds);
 // Returns 1 on a message, 0 on EOF, -1 on error (errno set). Received fds are
-// close-on-exec.
-int Receive(int sock, Header* h, std::string* payload, std::vector<int>* fds);
+// close-on-exec, and closed at once when fds is nullptr.
+int Receive(int sock, Header* h, std::string* payload, std::vector<UniqueFd>* fds);
 // The same without waiting: -1 with EAGAIN when nothing is queued.
-int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<int>* fds);
+int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<UniqueFd>* fds);
 
 }  // namespace mcpexec::wire

@@ -16,6 +16,7 @@
 #include "base/fs_util.h"
 #include "base/log.h"
 #include "process/proc_tree.h"
+#include "process/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/namespaces.h"
 
@@ -74,12 +75,32 @@ ZygoteClient::ZygoteClient(const Config& config) : config_(config) {}
 
 ZygoteClient::~ZygoteClient() { Shutdown(); }
 
+ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
+  ZygoteArgs a;
+  a.supervisor = getpid();
+  a.spares = SparesFor(config_.max_concurrent);
+  a.namespaces = sandbox::namespaces::FlagNames(ns_flags);
+  a.outer_uid = geteuid();
+  a.outer_gid = getegid();
+  a.memory_bytes = config_.memory_limit_mb << 20;
+  a.disk_bytes = config_.disk_limit_mb << 20;
+  a.max_processes = config_.max_processes;
+  a.max_open_files = config_.max_open_files;
+  a.cgroup_version = cgroups_.version;
+  a.cgroup_memory_dir = cgroups_.memory_dir;
+  a.cgroup_pids_dir = cgroups_.pids_dir;
+  a.cgroup_why_not_memory = cgroups_.why_not_memory;
+  a.cgroup_why_not_pids = cgroups_.why_not_pids;
+  return a;
+}
+
 bool ZygoteClient::SpawnLocked(std::string* error) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     *error = std::string("socketpair: ") + strerror(errno);
     return false;
   }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
   std::string cache = config_.workdir_root + "/mcp-exec-cache-" + std::to_string(geteuid());
   EnsureDir(cache, 0700);
   std::vector<std::string> env = ZygoteEnvironment(config_, cache);
@@ -91,36 +112,19 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
     cgroups_ = sandbox::cgroups::Detect();
     cgroups_detected_ = true;
   }
+  // The first set of namespaces the kernel lets us clone into; one it lets
+  // us clone but not finish is refused by the zygote (AwaitReadyMessage).
   std::vector<int> sets = sandbox::namespaces::FlagSets();
   pid_t pid = -1;
   int spawn_errno = 0;
   for (; ns_attempt_ < sets.size(); ++ns_attempt_) {
     int flags = sets[ns_attempt_];
-    // Runners forked in advance: up to one per concurrent run, at most 4.
-    std::vector<std::string> args = {
-        "mcp-exec-zygote",
-        "__zygote",
-        "--control-fd=3",
-        "--supervisor=" + std::to_string(getpid()),
-        "--spares=" + std::to_string(std::min<int64_t>(config_.max_concurrent, 4)),
-        "--ns=" + sandbox::namespaces::FlagNames(flags),
-        "--outer-uid=" + std::to_string(geteuid()),
-        "--outer-gid=" + std::to_string(getegid()),
-        "--memory-bytes=" + std::to_string(config_.memory_limit_mb << 20),
-        "--disk-bytes=" + std::to_string(config_.disk_limit_mb << 20),
-        "--max-processes=" + std::to_string(config_.max_processes),
-        "--max-open-files=" + std::to_string(config_.max_open_files),
-        "--cgroup-version=" + std::to_string(cgroups_.version),
-        "--cgroup-memory-dir=" + cgroups_.memory_dir,
-        "--cgroup-pids-dir=" + cgroups_.pids_dir,
-        "--cgroup-why-not-memory=" + cgroups_.why_not_memory,
-        "--cgroup-why-not-pids=" + cgroups_.why_not_pids,
-    };
+    std::vector<std::string> args = ArgsFor(flags).ToArgv();
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    // fd 3: the control socket; 4 and 5: the runs' cgroup parents.
-    int fds[3] = {sv[1], cgroups_.memory_fd, cgroups_.pids_fd};
+    // In the zygote's fd order: kZygoteControlFd, then the cgroup parents.
+    int fds[3] = {theirs.get(), cgroups_.memory_fd, cgroups_.pids_fd};
     pid = sandbox::namespaces::SpawnWithFlags(flags, "/proc/self/exe", argv.data(), envp.data(),
                                               fds, 3);
     if (pid > 0) {
@@ -129,20 +133,18 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
     }
     spawn_errno = errno;
   }
-  close(sv[1]);
   if (pid <= 0) {
-    close(sv[0]);
     *error = std::string("clone(/proc/self/exe __zygote): ") + strerror(spawn_errno);
     return false;
   }
-  control_ = sv[0];
+  control_ = std::move(ours);
   pid_ = pid;
   return true;
 }
 
 int ZygoteClient::AwaitReadyMessage(std::string* error) {
   // Warm-up imports six packages; on a cold page cache that takes seconds.
-  pollfd p{control_, POLLIN, 0};
+  pollfd p{control_.get(), POLLIN, 0};
   int rc;
   do {
     rc = poll(&p, 1, 180000);
@@ -153,10 +155,7 @@ int ZygoteClient::AwaitReadyMessage(std::string* error) {
   }
   wire::Header h;
   std::string payload;
-  std::vector<int> fds;
-  int r = wire::Receive(control_, &h, &payload, &fds);
-  for (int fd : fds) close(fd);
-  if (r <= 0) {
+  if (wire::Receive(control_.get(), &h, &payload, nullptr) <= 0) {
     *error = "the zygote exited during its warm-up (see its log lines above)";
     return 0;
   }
@@ -168,47 +167,66 @@ int ZygoteClient::AwaitReadyMessage(std::string* error) {
     *error = "unexpected first message from the zygote";
     return 0;
   }
+  RuntimeReport report;
   try {
-    report_ = ParseRuntimeReport(nlohmann::json::parse(payload));
+    report = ParseRuntimeReport(nlohmann::json::parse(payload));
   } catch (const std::exception& e) {
     *error = std::string("unreadable zygote report: ") + e.what();
     return 0;
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(report);
   return 1;
 }
 
-bool ZygoteClient::Start(std::string* error) {
-  auto t0 = std::chrono::steady_clock::now();
+void ZygoteClient::KillZygote() {
+  std::lock_guard<std::mutex> lock(mu_);
+  control_.Reset();
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+}
+
+bool ZygoteClient::SpawnAndAwait(std::string* error) {
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (shutting_down_) {
+        *error = "the server is shutting down";
+        return false;
+      }
       if (!SpawnLocked(error)) return false;
     }
     int r = AwaitReadyMessage(error);
-    if (r == 1) break;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    close(control_);
-    control_ = -1;
+    if (r == 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_ = true;
+      ready_cv_.notify_all();
+      return true;
+    }
+    KillZygote();
     if (r == 0) return false;
     log::Warn("zygote_namespaces_refused",
               {{"namespaces", sandbox::namespaces::FlagNames(ns_flags_)}, {"error", *error}});
     ++ns_attempt_;  // the host refused these namespaces: try fewer
   }
+}
+
+bool ZygoteClient::Start(std::string* error) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!SpawnAndAwait(error)) return false;
+  RuntimeReport report = this->report();
   nlohmann::json pk = nlohmann::json::object();
-  for (auto& [name, version] : report_.packages) pk[name] = version;
-  log::Info("zygote_ready", {{"pid", pid_},
-                             {"python", report_.python_version},
+  for (auto& [name, version] : report.packages) pk[name] = version;
+  log::Info("zygote_ready", {{"pid", zygote_pid()},
+                             {"python", report.python_version},
                              {"packages", pk},
-                             {"missing", report_.missing},
+                             {"missing", report.missing},
                              {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::steady_clock::now() - t0)
                                                .count()}});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ready_ = true;
-  }
-  ready_cv_.notify_all();
   if (!reader_.joinable()) reader_ = std::thread([this] { ReaderLoop(); });
   return true;
 }
@@ -239,102 +257,90 @@ void ZygoteClient::ReaderLoop() {
     int control;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      control = control_;
+      control = control_.get();
     }
     wire::Header h;
     std::string payload;
-    std::vector<int> fds;
-    int r = control >= 0 ? wire::Receive(control, &h, &payload, &fds) : 0;
-    for (int fd : fds) close(fd);
-    if (r > 0) {
-      std::shared_ptr<RunSlot> slot;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = runs_.find(h.run_id);
-        if (it != runs_.end()) {
-          slot = it->second;
-          if (h.type == wire::Type::kExited || h.type == wire::Type::kStartFailed) runs_.erase(it);
-        }
-      }
-      if (!slot) continue;
-      std::lock_guard<std::mutex> lock(slot->mu);
-      if (h.type == wire::Type::kStarted) {
-        slot->started = true;
-        slot->pid = static_cast<pid_t>(h.value);
-      } else if (h.type == wire::Type::kExited) {
-        slot->exited = true;
-        slot->wait_status = static_cast<int>(h.value);
-        slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
-      } else if (h.type == wire::Type::kStartFailed) {
-        slot->lost = true;
-        slot->lost_reason = "the sandbox could not start this run: " + payload;
-      }
-      slot->Notify();
+    if (control >= 0 && wire::Receive(control, &h, &payload, nullptr) > 0) {
+      Dispatch(h, payload);
       continue;
     }
     // The zygote is gone (or its socket broke).
-    pid_t pid;
+    if (!BuryZygote()) return;
+    Restart();
+  }
+}
+
+void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
+  std::shared_ptr<RunSlot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = runs_.find(h.run_id);
+    if (it == runs_.end()) return;
+    slot = it->second;
+    if (h.type == wire::Type::kExited || h.type == wire::Type::kStartFailed) runs_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(slot->mu);
+  if (h.type == wire::Type::kStarted) {
+    slot->started = true;
+    slot->pid = static_cast<pid_t>(h.value);
+  } else if (h.type == wire::Type::kExited) {
+    slot->exited = true;
+    slot->wait_status = static_cast<int>(h.value);
+    slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
+  } else if (h.type == wire::Type::kStartFailed) {
+    slot->lost = true;
+    slot->lost_reason = "the sandbox could not start this run: " + payload;
+  }
+  slot->Notify();
+}
+
+bool ZygoteClient::BuryZygote() {
+  pid_t pid;
+  bool shutting_down;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = false;
+    control_.Reset();
+    pid = std::exchange(pid_, 0);
+    shutting_down = shutting_down_;
+  }
+  int status = 0;
+  if (pid > 0) {
+    // On shutdown the zygote is busy killing every run's tree: let it.
+    if (!shutting_down) kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  // Runners die with their zygote (parent-death signal); what they started
+  // was re-parented to us (we are a subreaper): end it before going on.
+  KillChildrenExcept(getpid(), {});
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  FailAllRuns(shutting_down ? "the server is shutting down; the run was ended"
+                            : "the sandbox process died during this run and was restarted; "
+                              "the run was lost");
+  if (shutting_down) return false;
+  log::Error("zygote_died", {{"pid", pid},
+                             {"exit_status", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
+                             {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}});
+  restarts_++;
+  return true;
+}
+
+void ZygoteClient::Restart() {
+  for (int attempt = 0;; ++attempt) {
+    std::string error;
+    if (SpawnAndAwait(&error)) {
+      log::Info("zygote_restarted", {{"pid", zygote_pid()}, {"attempt", attempt + 1}});
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ready_ = false;
-      if (control_ >= 0) close(control_);
-      control_ = -1;
-      pid = pid_;
-      pid_ = 0;
+      if (shutting_down_) return;
     }
-    bool shutting_down;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      shutting_down = shutting_down_;
-    }
-    int status = 0;
-    if (pid > 0) {
-      // On shutdown the zygote is busy killing every run's tree: let it.
-      if (!shutting_down) kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-    }
-    // Runners die with their zygote (parent-death signal); what they started
-    // was re-parented to us (we are a subreaper): end it before going on.
-    KillChildrenExcept(getpid(), {});
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    FailAllRuns(shutting_down ? "the server is shutting down; the run was ended"
-                              : "the sandbox process died during this run and was restarted; "
-                                "the run was lost");
-    if (shutting_down) return;
-    log::Error("zygote_died", {{"pid", pid},
-                               {"exit_status", WIFEXITED(status) ? WEXITSTATUS(status) : -1},
-                               {"signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0}});
-    restarts_++;
-    for (int attempt = 0;; ++attempt) {
-      std::string error;
-      bool ok;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (shutting_down_) return;
-        ok = SpawnLocked(&error);
-      }
-      if (ok && AwaitReadyMessage(&error) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ready_ = true;
-        ready_cv_.notify_all();
-        log::Info("zygote_restarted", {{"pid", pid_}, {"attempt", attempt + 1}});
-        break;
-      }
-      log::Error("zygote_restart_failed", {{"error", error}, {"attempt", attempt + 1}});
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (control_ >= 0) close(control_);
-        control_ = -1;
-        if (pid_ > 0) {
-          kill(pid_, SIGKILL);
-          waitpid(pid_, nullptr, 0);
-          pid_ = 0;
-        }
-      }
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
-    }
+    log::Error("zygote_restart_failed", {{"error", error}, {"attempt", attempt + 1}});
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min(5000, 200 << std::min(attempt, 5))));
   }
 }
 
@@ -347,7 +353,7 @@ bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const 
   int control;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    control = control_;
+    control = control_.get();
     runs_[run_id] = slot;
   }
   wire::Header h{wire::Type::kRun, 0, run_id, 0};
@@ -369,7 +375,7 @@ void ZygoteClient::Kill(uint64_t run_id) {
   int control;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    control = control_;
+    control = control_.get();
   }
   if (control < 0) return;
   wire::Header h{wire::Type::kKill, 0, run_id, 0};
@@ -378,15 +384,13 @@ void ZygoteClient::Kill(uint64_t run_id) {
 }
 
 void ZygoteClient::Shutdown() {
-  pid_t pid;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutting_down_) return;
     shutting_down_ = true;
-    pid = pid_;
     // Half-close: the zygote reads EOF, kills every runner and exits; our
     // reader then sees EOF too.
-    if (control_ >= 0) shutdown(control_, SHUT_RDWR);
+    if (control_) shutdown(control_.get(), SHUT_RDWR);
   }
   ready_cv_.notify_all();
   if (reader_.joinable()) reader_.join();
@@ -395,12 +399,10 @@ void ZygoteClient::Shutdown() {
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
   }
-  if (control_ >= 0) close(control_);
-  control_ = -1;
+  control_.Reset();
   // The zygote and every run are gone: so are the runs' cgroups.
   sandbox::cgroups::RemoveParents(cgroups_);
   cgroups_ = {};
-  (void)pid;
 }
 
 RuntimeReport ZygoteClient::report() const {

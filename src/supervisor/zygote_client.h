@@ -18,6 +18,7 @@
 #include "base/config.h"
 #include "base/unique_fd.h"
 #include "process/wire.h"
+#include "process/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "supervisor/run.h"
 
@@ -76,16 +77,27 @@ class ZygoteClient {
   int64_t restarts() const { return restarts_.load(); }
 
  private:
+  // Spawns a zygote and waits for its report, with fewer namespaces each
+  // time the host refuses them. Used by Start() and by every restart.
+  bool SpawnAndAwait(std::string* error);
   bool SpawnLocked(std::string* error);
+  ZygoteArgs ArgsFor(int ns_flags) const;
   // 1 ready, 0 failed, -1 the namespaces could not be finished (try fewer).
   int AwaitReadyMessage(std::string* error);
+  void KillZygote();
+  // The reader thread: routes the zygote's messages to their runs; when the
+  // zygote dies, reaps it, fails its runs and starts another.
   void ReaderLoop();
+  void Dispatch(const wire::Header& h, const std::string& payload);
+  // False when the zygote ended because the server is shutting down.
+  bool BuryZygote();
+  void Restart();
   void FailAllRuns(const std::string& reason);
 
   const Config& config_;
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;
-  int control_ = -1;
+  UniqueFd control_;
   pid_t pid_ = 0;
   bool ready_ = false;
   bool shutting_down_ = false;
@@ -94,6 +106,7 @@ class ZygoteClient {
   std::thread reader_;
   std::atomic<int64_t> restarts_{0};
   size_t ns_attempt_ = 0;  // index into namespaces::FlagSets() that works here
+                           // (only the thread that spawns touches it)
   int ns_flags_ = 0;
   sandbox::cgroups::Delegation cgroups_;  // found once, before the first spawn
   bool cgroups_detected_ = false;

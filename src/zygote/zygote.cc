@@ -1,10 +1,8 @@
 #include "zygote/zygote.h"
 
-#include <Python.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pybind11/embed.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -24,17 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+#include "embed/python.h"
 #include "process/proc_tree.h"
 #include "process/wire.h"
+#include "process/zygote_args.h"
 #include "sandbox/fds.h"
 #include "sandbox/lockdown.h"
 #include "sandbox/namespaces.h"
 
-namespace py = pybind11;
-
 namespace mcpexec {
-
-extern const char kRuntimeSource[];
 
 namespace {
 
@@ -42,7 +39,7 @@ namespace {
 // the warmed image (milliseconds) happens between requests, not in one.
 struct Spare {
   pid_t pid;
-  int sock;
+  UniqueFd sock;       // its init's report socket, once the spare has a run
   std::string cgroup;  // its cgroup's name, "" without the cgroup layer
 };
 
@@ -55,7 +52,7 @@ struct Zygote {
   // namespace) and the socket its init reports the runner's wait status on.
   struct Run {
     uint64_t run_id;
-    int sock;
+    UniqueFd sock;
     std::string cgroup;
     bool reported = false;  // kExited already sent (the run's init reported first)
   };
@@ -90,41 +87,6 @@ int CountTasks() {
   }
   closedir(d);
   return n;
-}
-
-void InitPython() {
-  PyPreConfig pre;
-  PyPreConfig_InitIsolatedConfig(&pre);
-  pre.utf8_mode = 1;  // open() and the std streams speak UTF-8 whatever the locale
-  PyStatus st = Py_PreInitialize(&pre);
-  if (PyStatus_Exception(st)) Die("Py_PreInitialize");
-
-  PyConfig config;
-  PyConfig_InitIsolatedConfig(&config);
-  // The prefix is the one of the interpreter we were built against, never
-  // whatever `python3` is first on PATH.
-  PyConfig_SetBytesString(&config, &config.home, MCP_EXEC_PYTHON_HOME);
-  // sys.executable: what subprocess/multiprocessing users expect to re-run.
-  std::string exe = std::string(MCP_EXEC_PYTHON_HOME) + "/bin/python3";
-  PyConfig_SetBytesString(&config, &config.executable, exe.c_str());
-  PyConfig_SetBytesString(&config, &config.program_name, exe.c_str());
-  config.install_signal_handlers = 1;  // runners get CPython's usual SIGINT/SIGPIPE setup
-  config.write_bytecode = 0;
-  config.site_import = 1;
-  py::initialize_interpreter(&config, 0, nullptr, false);
-}
-
-py::object LoadRuntime() {
-  py::module_ types = py::module_::import("types");
-  py::object mod = types.attr("ModuleType")("mcp_exec_runtime");
-  py::object builtins = py::module_::import("builtins");
-  // The runtime hides its own frames from tracebacks by this name.
-  const char* filename = "<mcp_exec_runtime>";
-  mod.attr("__file__") = filename;
-  py::object code = builtins.attr("compile")(py::str(kRuntimeSource), filename, "exec");
-  builtins.attr("exec")(code, mod.attr("__dict__"));
-  py::module_::import("sys").attr("modules")["mcp_exec_runtime"] = mod;
-  return mod;
 }
 
 std::string ReadAll(int fd) {
@@ -201,8 +163,12 @@ void WriteVerdict(bool ok, const std::string& error) {
   _exit(status);
 }
 
+// The runner's fds leave their owners here: from now on they are numbers the
+// lockdown moves into place, and the process ends with _exit.
 [[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
-                                const std::vector<int>& fds) {
+                                std::vector<UniqueFd> owned) {
+  std::vector<int> fds;
+  for (UniqueFd& fd : owned) fds.push_back(fd.Release());
   std::string code = ReadAll(fds[wire::kCode]);
   std::string error, cwd;
   timespec t0;
@@ -218,26 +184,13 @@ void WriteVerdict(bool ok, const std::string& error) {
   // into a tool error naming the layer.
   WriteVerdict(locked, error);
   if (!locked) Finish(125, wire::kReasonNone);
-  int status = 1;
-  uint32_t reason = wire::kReasonNone;
-  try {
-    py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
-    py::tuple result = rt.attr("run")(py::str(code), py::str(cwd));
-    status = result[0].cast<int>();
-    if (result[1].cast<std::string>() == "memory") reason = wire::kReasonMemory;
-  } catch (py::error_already_set& e) {
-    e.restore();
-    PyErr_Print();
-    status = 1;
-  }
-  Finish(status, reason);
+  bool memory_error = false;
+  int status = embed::RunCode(code, cwd, &memory_error);
+  Finish(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
 }
 
-void CloseAll(const std::vector<int>& fds) {
-  for (int fd : fds) close(fd);
-}
-
-bool ParseRun(const std::string& payload, const std::vector<int>& fds, wire::RunParams* params) {
+bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds,
+              wire::RunParams* params) {
   if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) return false;
   memcpy(params, payload.data(), sizeof *params);
   params->workdir[sizeof params->workdir - 1] = '\0';
@@ -256,17 +209,17 @@ pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error, long
     errno = EAGAIN;
     return -1;
   }
-  PyOS_BeforeFork();
+  embed::BeforeFork();
   pid_t pid = clone_flags == 0 ? fork()
                                : static_cast<pid_t>(syscall(SYS_clone, clone_flags | SIGCHLD,
                                                             nullptr, nullptr, nullptr, nullptr));
   if (pid == 0) {
-    PyOS_AfterFork_Child();
+    embed::AfterForkInChild();
     RunnerPrepare(z, child_expects_parent);
     return 0;
   }
   int err = errno;
-  PyOS_AfterFork_Parent();
+  embed::AfterForkInParent();
   if (pid < 0) *error = std::string(clone_flags ? "clone: " : "fork: ") + strerror(err);
   errno = err;
   return pid;
@@ -345,14 +298,14 @@ void ForkSpare(Zygote& z) {
     g_lockdown_ahead_us = MicrosSince(t0);
     wire::Header h;
     std::string payload;
-    std::vector<int> fds;
+    std::vector<UniqueFd> fds;
     wire::RunParams params;
     if (wire::Receive(sv[1], &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
         !ParseRun(payload, fds, &params)) {
       _exit(0);  // retired unused
     }
     close(sv[1]);
-    RunnerExecute(z, params, fds);
+    RunnerExecute(z, params, std::move(fds));
   }
   close(sv[1]);
   if (pid < 0) {
@@ -360,7 +313,7 @@ void ForkSpare(Zygote& z) {
     z.spare_fork_failed = true;
     return;
   }
-  z.spares.push_back({pid, sv[0], cgroup});
+  z.spares.push_back({pid, UniqueFd(sv[0]), cgroup});
 }
 
 void ReplenishSpares(Zygote& z) {
@@ -370,44 +323,44 @@ void ReplenishSpares(Zygote& z) {
 // Hands the run to a spare; false if none could take it. *sock: where the
 // spare's init reports (kept until the run is reaped).
 bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
-                 const std::vector<int>& fds, pid_t* pid, int* sock, std::string* cgroup) {
+                 const std::vector<UniqueFd>& fds, pid_t* pid, UniqueFd* sock,
+                 std::string* cgroup) {
+  std::vector<int> raw;
+  for (const UniqueFd& fd : fds) raw.push_back(fd.get());
   while (!z.spares.empty()) {
-    Spare sp = z.spares.front();
+    Spare sp = std::move(z.spares.front());
     z.spares.pop_front();
-    bool ok = wire::Send(sp.sock, h, payload.data(), payload.size(), fds.data(),
-                         static_cast<int>(fds.size()));
+    bool ok = wire::Send(sp.sock.get(), h, payload.data(), payload.size(), raw.data(),
+                         static_cast<int>(raw.size()));
     if (ok) {
       *pid = sp.pid;
-      *sock = sp.sock;
+      *sock = std::move(sp.sock);
       *cgroup = sp.cgroup;
       return true;
     }
-    close(sp.sock);
     kill(sp.pid, SIGKILL);  // a spare that cannot take work is retired
-    z.retired.push_back({sp.pid, -1, sp.cgroup});
+    z.retired.push_back({sp.pid, UniqueFd(), sp.cgroup});
   }
   return false;
 }
 
+// The fds are the supervisor's run ends; ours are closed when this returns
+// (a spare or a fresh runner holds its own copies by then).
 void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
-              const std::vector<int>& fds) {
+              std::vector<UniqueFd> fds) {
   auto fail = [&](int err, const std::string& what) {
     wire::Header r{wire::Type::kStartFailed, 0, h.run_id, err};
     wire::Send(z.control, r, what.data(), what.size(), nullptr, 0);
   };
   wire::RunParams params;
-  if (!ParseRun(payload, fds, &params)) {
-    CloseAll(fds);
-    return fail(EPROTO, "malformed run request");
-  }
+  if (!ParseRun(payload, fds, &params)) return fail(EPROTO, "malformed run request");
   pid_t pid = 0;
-  int sock = -1;
+  UniqueFd sock;
   std::string cgroup;
   if (!HandToSpare(z, h, payload, fds, &pid, &sock, &cgroup)) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       int err = errno;
-      CloseAll(fds);
       return fail(err, std::string("socketpair: ") + strerror(err));
     }
     std::string error;
@@ -415,19 +368,17 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
     if (pid == 0) {
       close(sv[0]);
       close(sv[1]);
-      RunnerExecute(z, params, fds);
+      RunnerExecute(z, params, std::move(fds));
     }
     int err = errno;
     close(sv[1]);
     if (pid < 0) {
       close(sv[0]);
-      CloseAll(fds);
       return fail(err, error);
     }
-    sock = sv[0];
+    sock.Reset(sv[0]);
   }
-  CloseAll(fds);
-  z.runners[pid] = {h.run_id, sock, cgroup};
+  z.runners[pid] = {h.run_id, std::move(sock), cgroup};
   wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
   wire::Send(z.control, r, nullptr, 0, nullptr, 0);
 }
@@ -458,7 +409,6 @@ std::set<pid_t> LiveRunners(const Zygote& z) {
 bool ForgetSpare(Zygote& z, pid_t pid) {
   for (auto it = z.spares.begin(); it != z.spares.end(); ++it) {
     if (it->pid == pid) {
-      close(it->sock);
       if (!it->cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, it->cgroup);
       z.spares.erase(it);
       // A spare that dies idle is unusual: retry on the next event, never in a loop.
@@ -494,9 +444,7 @@ void ReportExit(Zygote& z, Zygote::Run& run, int status) {
 bool ReceiveInitReport(int sock, int* status) {
   wire::Header rh;
   std::string payload;
-  std::vector<int> fds;
-  int r = wire::ReceiveNow(sock, &rh, &payload, &fds);
-  CloseAll(fds);
+  int r = wire::ReceiveNow(sock, &rh, &payload, nullptr);
   if (r <= 0 || rh.type != wire::Type::kExited) return false;
   *status = static_cast<int>(rh.value);
   return true;
@@ -506,7 +454,7 @@ void ReadReaperReport(Zygote& z, pid_t pid) {
   auto it = z.runners.find(pid);
   if (it == z.runners.end() || it->second.reported) return;
   int status;
-  if (ReceiveInitReport(it->second.sock, &status)) ReportExit(z, it->second, status);
+  if (ReceiveInitReport(it->second.sock.get(), &status)) ReportExit(z, it->second, status);
 }
 
 void ReapChildren(Zygote& z) {
@@ -520,17 +468,35 @@ void ReapChildren(Zygote& z) {
       ForgetSpare(z, pid);  // a spare that died idle, or an orphan of a finished run
       continue;
     }
-    Zygote::Run run = it->second;
+    Zygote::Run run = std::move(it->second);
     z.runners.erase(it);
     // The run's init reported the runner's own status before it exited.
-    if (!run.reported && run.sock >= 0) ReceiveInitReport(run.sock, &status);
+    if (!run.reported && run.sock) ReceiveInitReport(run.sock.get(), &status);
     if (!run.reported) ReportExit(z, run, status);
-    if (run.sock >= 0) close(run.sock);
     if (!run.cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);
     runner_ended = true;
   }
   // Whatever a finished run left behind was re-parented to us: end it.
   if (runner_ended) KillChildrenExcept(z.self, LiveRunners(z));
+}
+
+// One message from the supervisor; its EOF ends the zygote and every run.
+void OnControlMessage(Zygote& z) {
+  wire::Header h;
+  std::string payload;
+  std::vector<UniqueFd> fds;
+  if (wire::Receive(z.control, &h, &payload, &fds) <= 0) {
+    // The supervisor is gone or closed us: nothing may outlive it.
+    for (auto& [pid, run] : z.runners) KillTree(pid, true);
+    for (const Spare& sp : z.spares) kill(sp.pid, SIGKILL);
+    KillChildrenExcept(z.self, {});
+    _exit(0);
+  }
+  if (h.type == wire::Type::kRun) {
+    StartRun(z, h, payload, std::move(fds));
+  } else if (h.type == wire::Type::kKill) {
+    KillRun(z, h.run_id);
+  }
 }
 
 [[noreturn]] void Serve(Zygote& z, int sigfd) {
@@ -539,8 +505,8 @@ void ReapChildren(Zygote& z) {
     std::vector<pollfd> pfds = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
     std::vector<pid_t> reapers;  // runs whose init may report on its socket
     for (auto& [pid, run] : z.runners) {
-      if (run.sock < 0 || run.reported || !z.sandbox.run_pidns) continue;
-      pfds.push_back({run.sock, POLLIN, 0});
+      if (!run.sock || run.reported || !z.sandbox.run_pidns) continue;
+      pfds.push_back({run.sock.get(), POLLIN, 0});
       reapers.push_back(pid);
     }
     if (poll(pfds.data(), pfds.size(), -1) < 0) {
@@ -557,92 +523,55 @@ void ReapChildren(Zygote& z) {
       }
       ReapChildren(z);
     }
-    if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      wire::Header h;
-      std::string payload;
-      std::vector<int> fds;
-      int r = wire::Receive(z.control, &h, &payload, &fds);
-      if (r <= 0) {
-        // The supervisor is gone or closed us: nothing may outlive it.
-        for (auto& [pid, run] : z.runners) KillTree(pid, true);
-        for (const Spare& sp : z.spares) kill(sp.pid, SIGKILL);
-        KillChildrenExcept(z.self, {});
-        _exit(0);
-      }
-      if (h.type == wire::Type::kRun)
-        StartRun(z, h, payload, fds);
-      else if (h.type == wire::Type::kKill)
-        KillRun(z, h.run_id), CloseAll(fds);
-      else
-        CloseAll(fds);
-    }
+    if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) OnControlMessage(z);
   }
 }
 
-}  // namespace
-
-int ZygoteMain(int argc, char** argv) {
-  Zygote z;
-  pid_t supervisor = 0;
-  uid_t outer_uid = 0;
-  gid_t outer_gid = 0;
-  sandbox::RunLimits& limits = z.sandbox.limits;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      size_t n = strlen(flag);
-      return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
-    if (auto v = value("--control-fd=")) z.control = atoi(v);
-    if (auto v = value("--supervisor=")) supervisor = atoi(v);
-    if (auto v = value("--spares=")) z.want_spares = static_cast<size_t>(atoi(v));
-    if (auto v = value("--ns=")) z.sandbox.ns_flags = sandbox::namespaces::ParseFlagNames(v);
-    if (auto v = value("--outer-uid=")) outer_uid = static_cast<uid_t>(atol(v));
-    if (auto v = value("--outer-gid=")) outer_gid = static_cast<gid_t>(atol(v));
-    if (auto v = value("--memory-bytes=")) limits.memory_bytes = atoll(v);
-    if (auto v = value("--disk-bytes=")) limits.disk_bytes = atoll(v);
-    if (auto v = value("--max-processes=")) limits.max_processes = atoll(v);
-    if (auto v = value("--max-open-files=")) limits.max_open_files = atoll(v);
-    sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
-    if (auto v = value("--cgroup-version=")) cg.version = atoi(v);
-    if (auto v = value("--cgroup-memory-dir=")) cg.memory_dir = v;
-    if (auto v = value("--cgroup-pids-dir=")) cg.pids_dir = v;
-    if (auto v = value("--cgroup-why-not-memory=")) cg.why_not_memory = v;
-    if (auto v = value("--cgroup-why-not-pids=")) cg.why_not_pids = v;
-  }
-  if (z.control < 0 || supervisor <= 0) {
-    fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand\n");
-    return 2;
-  }
-  fcntl(z.control, F_SETFD, FD_CLOEXEC);
-  {
-    // fds 4 and 5: the runs' cgroup parents, where the server has them.
-    sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
-    cg.memory_fd = cg.memory_dir.empty() ? -1 : 4;
-    cg.pids_fd = cg.pids_dir.empty() ? -1 : (cg.version == 2 ? cg.memory_fd : 5);
-    for (int fd : {4, 5}) {
-      if (fd != cg.memory_fd && fd != cg.pids_fd)
-        close(fd);
-      else
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
+// The fds the supervisor passed besides the control socket: the runs'
+// cgroup parents, where the server has them.
+void AdoptCgroupFds(Zygote& z, const ZygoteArgs& args) {
+  sandbox::cgroups::Delegation& cg = z.sandbox.cgroups;
+  cg.version = static_cast<int>(args.cgroup_version);
+  cg.memory_dir = args.cgroup_memory_dir;
+  cg.pids_dir = args.cgroup_pids_dir;
+  cg.why_not_memory = args.cgroup_why_not_memory;
+  cg.why_not_pids = args.cgroup_why_not_pids;
+  cg.memory_fd = cg.memory_dir.empty() ? -1 : kZygoteMemoryCgroupFd;
+  cg.pids_fd = cg.pids_dir.empty() ? -1 : (cg.version == 2 ? cg.memory_fd : kZygotePidsCgroupFd);
+  for (int fd : {kZygoteMemoryCgroupFd, kZygotePidsCgroupFd}) {
+    if (fd != cg.memory_fd && fd != cg.pids_fd) {
+      close(fd);
+    } else {
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
-    sandbox::cgroups::Probe(&cg, z.sandbox.limits);
   }
+  sandbox::cgroups::Probe(&cg, z.sandbox.limits);
+}
+
+// Tells the supervisor this set of namespaces cannot be had here: it starts
+// another zygote with fewer.
+[[noreturn]] void RefuseNamespaces(const Zygote& z, const std::string& why) {
+  wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
+  wire::Send(z.control, h, why.data(), why.size(), nullptr, 0);
+  _exit(1);
+}
+
+// The process becomes the zygote: tied to the supervisor's life, in its own
+// session, the subreaper of its runs, its namespaces finished.
+void BecomeZygote(Zygote& z, const ZygoteArgs& args) {
   // Die with the supervisor, whatever kills it. In a new pid namespace our
   // parent is invisible (getppid() is 0); the control socket's EOF ends us too.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Die("prctl(PR_SET_PDEATHSIG)");
   pid_t parent = getppid();
-  if (parent != supervisor && parent != 0) _exit(1);
+  if (parent != args.supervisor && parent != 0) _exit(1);
   setsid();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) Die("prctl(PR_SET_CHILD_SUBREAPER)");
   z.self = getpid();
   z.sandbox.zygote_pid = z.self;
   std::string ns_error;
-  if (!sandbox::namespaces::FinishInZygote(z.sandbox.ns_flags, outer_uid, outer_gid, &ns_error)) {
-    // The supervisor retries with fewer namespaces.
-    wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
-    wire::Send(z.control, h, ns_error.data(), ns_error.size(), nullptr, 0);
-    _exit(1);
+  if (!sandbox::namespaces::FinishInZygote(z.sandbox.ns_flags, args.outer_uid, args.outer_gid,
+                                           &ns_error)) {
+    RefuseNamespaces(z, ns_error);
   }
   // Same-uid processes (a run, in the container posture) may not read our
   // memory or /proc files. Not before the id maps: a non-dumpable process
@@ -652,25 +581,25 @@ int ZygoteMain(int argc, char** argv) {
                                                &z.sandbox.run_netns)) {
     Die("probe of the runs' namespaces");
   }
-  sandbox::PrepareEarly(&z.sandbox);
+}
 
+// SIGCHLD comes through a signalfd; runners get the mask they would have had.
+void WatchChildren(Zygote& z) {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &z.original_mask);
   sigdelset(&z.original_mask, SIGCHLD);
-  int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sigfd < 0) Die("signalfd");
-  z.sigfd = sigfd;
+  z.sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (z.sigfd < 0) Die("signalfd");
+}
 
-  InitPython();
-  std::string report;
-  try {
-    py::object rt = LoadRuntime();
-    py::object result = rt.attr("warm_up")();
-    report = py::module_::import("json").attr("dumps")(result).cast<std::string>();
-  } catch (py::error_already_set& e) {
-    SendFatal(z.control, std::string("python warm-up failed: ") + e.what());
+// Python up and warm, still one thread, the late layers prepared: returns
+// the report for kReady, or sends kFatal and exits.
+std::string WarmUp(Zygote& z) {
+  std::string report, error;
+  if (!embed::InitInterpreter(&error) || !embed::WarmUp(&report, &error)) {
+    SendFatal(z.control, error);
     _exit(1);
   }
   int tasks = CountTasks();
@@ -681,19 +610,43 @@ int ZygoteMain(int argc, char** argv) {
   }
   sandbox::PrepareLate(&z.sandbox);
   if ((z.sandbox.ns_flags & CLONE_NEWNS) && !z.sandbox.minimal_root) {
-    // Never serve from a view half made: the supervisor tries fewer namespaces.
-    std::string why = "the runs' minimal root could not be made: " + z.sandbox.readonly_error;
-    wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
-    wire::Send(z.control, h, why.data(), why.size(), nullptr, 0);
-    _exit(1);
+    // Never serve from a view half made.
+    RefuseNamespaces(z, "the runs' minimal root could not be made: " + z.sandbox.readonly_error);
   }
   nlohmann::json full = nlohmann::json::parse(report);
   full["sandbox"] = {{"namespaces", sandbox::namespaces::FlagNames(z.sandbox.ns_flags)},
                      {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))}};
-  report = full.dump();
+  return full.dump();
+}
+
+}  // namespace
+
+int ZygoteMain(int argc, char** argv) {
+  ZygoteArgs args;
+  std::string error;
+  if (!ZygoteArgs::Parse(argc, argv, &args, &error)) {
+    fprintf(stderr, "mcp-exec __zygote is started by the server, not by hand (%s)\n",
+            error.c_str());
+    return 2;
+  }
+  Zygote z;
+  z.control = kZygoteControlFd;
+  z.want_spares = static_cast<size_t>(args.spares);
+  z.sandbox.ns_flags = sandbox::namespaces::ParseFlagNames(args.namespaces);
+  sandbox::RunLimits& limits = z.sandbox.limits;
+  limits.memory_bytes = args.memory_bytes;
+  limits.disk_bytes = args.disk_bytes;
+  limits.max_processes = args.max_processes;
+  limits.max_open_files = args.max_open_files;
+  fcntl(z.control, F_SETFD, FD_CLOEXEC);
+  AdoptCgroupFds(z, args);
+  BecomeZygote(z, args);
+  sandbox::PrepareEarly(&z.sandbox);
+  WatchChildren(z);
+  std::string report = WarmUp(z);
   wire::Header ready{wire::Type::kReady, 0, 0, z.self};
   if (!wire::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
-  Serve(z, sigfd);
+  Serve(z, z.sigfd);
 }
 
 }  // namespace mcpexec

@@ -6,7 +6,8 @@
 
 namespace mcpexec {
 
-// argv: mcp-exec __zygote --control-fd=N --supervisor=PID
+// argv: as ZygoteArgs::ToArgv() writes it (process/zygote_args.h); the
+// control socket is fd kZygoteControlFd.
 int ZygoteMain(int argc, char** argv);
 
 }  // namespace mcpexec

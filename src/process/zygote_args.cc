@@ -1,0 +1,116 @@
+#include "process/zygote_args.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+
+namespace mcpexec {
+namespace {
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+using Field = std::function<bool(ZygoteArgs&, const std::string&)>;
+
+template <typename T>
+Field IntField(T ZygoteArgs::*field, int64_t lo) {
+  return [=](ZygoteArgs& a, const std::string& v) {
+    int64_t n = 0;
+    if (!ParseInt(v, &n) || n < lo) return false;
+    a.*field = static_cast<T>(n);
+    return true;
+  };
+}
+
+Field TextField(std::string ZygoteArgs::*field) {
+  return [=](ZygoteArgs& a, const std::string& v) {
+    a.*field = v;
+    return true;
+  };
+}
+
+// name -> (reader, writer): the one list of the zygote's arguments.
+struct Arg {
+  const char* name;
+  Field read;
+  std::function<std::string(const ZygoteArgs&)> write;
+};
+
+const std::vector<Arg>& Args() {
+  auto num = [](auto field) {
+    return [=](const ZygoteArgs& a) { return std::to_string(a.*field); };
+  };
+  auto text = [](std::string ZygoteArgs::*field) {
+    return [=](const ZygoteArgs& a) { return a.*field; };
+  };
+  static const std::vector<Arg> args = {
+      {"supervisor", IntField(&ZygoteArgs::supervisor, 1), num(&ZygoteArgs::supervisor)},
+      {"spares", IntField(&ZygoteArgs::spares, 0), num(&ZygoteArgs::spares)},
+      {"ns", TextField(&ZygoteArgs::namespaces), text(&ZygoteArgs::namespaces)},
+      {"outer-uid", IntField(&ZygoteArgs::outer_uid, 0), num(&ZygoteArgs::outer_uid)},
+      {"outer-gid", IntField(&ZygoteArgs::outer_gid, 0), num(&ZygoteArgs::outer_gid)},
+      {"memory-bytes", IntField(&ZygoteArgs::memory_bytes, 1), num(&ZygoteArgs::memory_bytes)},
+      {"disk-bytes", IntField(&ZygoteArgs::disk_bytes, 1), num(&ZygoteArgs::disk_bytes)},
+      {"max-processes", IntField(&ZygoteArgs::max_processes, 1), num(&ZygoteArgs::max_processes)},
+      {"max-open-files", IntField(&ZygoteArgs::max_open_files, 1),
+       num(&ZygoteArgs::max_open_files)},
+      {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
+       num(&ZygoteArgs::cgroup_version)},
+      {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
+       text(&ZygoteArgs::cgroup_memory_dir)},
+      {"cgroup-pids-dir", TextField(&ZygoteArgs::cgroup_pids_dir),
+       text(&ZygoteArgs::cgroup_pids_dir)},
+      {"cgroup-why-not-memory", TextField(&ZygoteArgs::cgroup_why_not_memory),
+       text(&ZygoteArgs::cgroup_why_not_memory)},
+      {"cgroup-why-not-pids", TextField(&ZygoteArgs::cgroup_why_not_pids),
+       text(&ZygoteArgs::cgroup_why_not_pids)},
+  };
+  return args;
+}
+
+}  // namespace
+
+std::vector<std::string> ZygoteArgs::ToArgv() const {
+  std::vector<std::string> argv = {"mcp-exec-zygote", "__zygote"};
+  for (const Arg& a : Args()) argv.push_back(std::string("--") + a.name + "=" + a.write(*this));
+  return argv;
+}
+
+bool ZygoteArgs::Parse(int argc, char** argv, ZygoteArgs* out, std::string* error) {
+  ZygoteArgs parsed;
+  std::map<std::string, bool> seen;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto eq = arg.find('=');
+    const Arg* match = nullptr;
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      for (const Arg& a : Args()) {
+        if (arg.compare(2, eq - 2, a.name) == 0 && eq - 2 == strlen(a.name)) match = &a;
+      }
+    }
+    if (!match || !match->read(parsed, arg.substr(eq + 1))) {
+      *error = "bad argument \"" + arg + "\"";
+      return false;
+    }
+    seen[match->name] = true;
+  }
+  for (const Arg& a : Args()) {
+    if (!seen.count(a.name)) {
+      *error = std::string("missing --") + a.name;
+      return false;
+    }
+  }
+  *out = parsed;
+  return true;
+}
+
+}  // namespace mcpexec

@@ -1,0 +1,44 @@
+// How the supervisor starts the zygote: the command line of
+// `mcp-exec __zygote`, written and read by the one definition here so that
+// the two sides cannot disagree on a name, and read strictly (a malformed
+// value stops the zygote instead of becoming 0).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcpexec {
+
+// Runners forked in advance: up to one per concurrent run, at most this many.
+constexpr int64_t kMaxSpares = 4;
+inline int64_t SparesFor(int64_t max_concurrent) {
+  return max_concurrent < kMaxSpares ? max_concurrent : kMaxSpares;
+}
+
+// The fds the zygote inherits.
+constexpr int kZygoteControlFd = 3;       // SOCK_SEQPACKET to the supervisor
+constexpr int kZygoteMemoryCgroupFd = 4;  // the runs' memory cgroup parent, if any
+constexpr int kZygotePidsCgroupFd = 5;    // the runs' pids cgroup parent (v1), if any
+
+struct ZygoteArgs {
+  pid_t supervisor = 0;
+  int64_t spares = 0;
+  std::string namespaces;  // sandbox::namespaces::FlagNames()
+  uid_t outer_uid = 0;
+  gid_t outer_gid = 0;
+  // The limits of every run.
+  int64_t memory_bytes = 0, disk_bytes = 0, max_processes = 0, max_open_files = 0;
+  // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).
+  int64_t cgroup_version = 0;
+  std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_why_not_memory, cgroup_why_not_pids;
+
+  // argv for execve, argv[0] and the "__zygote" command included.
+  std::vector<std::string> ToArgv() const;
+  // Reads argv as main() got it; false with *error naming the bad argument.
+  static bool Parse(int argc, char** argv, ZygoteArgs* out, std::string* error);
+};
+
+}  // namespace mcpexec
