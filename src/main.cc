@@ -23,8 +23,6 @@
 #include "transport/stdio_transport.h"
 #include "zygote/zygote.h"
 
-extern char** environ;
-
 using namespace mcpexec;
 
 namespace {

@@ -10,12 +10,12 @@
 namespace mcpexec {
 namespace {
 
-constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kMiB = int64_t{1024} * 1024;
 
 struct Option {
   const char* env;
   const char* flag;
-  const char* default_text;
+  std::string default_text;  // read off Config{} wherever a value stands for itself
   const char* unit;
   const char* help;
   // Parses and stores the value; returns an empty string or a reason.
@@ -50,6 +50,8 @@ std::function<std::string(Config&, const std::string&)> StringField(std::string 
   };
 }
 
+std::string Default(int64_t Config::*field) { return std::to_string(Config{}.*field); }
+
 std::string ParseAddr(const std::string& v) {
   auto colon = v.rfind(':');
   if (colon == std::string::npos) return "must be HOST:PORT or :PORT";
@@ -62,9 +64,11 @@ std::string ParseAddr(const std::string& v) {
   return "";
 }
 
+// The table of every option (a declaration, exempt from the size rule).
+// NOLINTNEXTLINE(readability-function-size)
 const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
-      {"MCP_EXEC_TRANSPORT", "--transport", "stdio", "",
+      {"MCP_EXEC_TRANSPORT", "--transport", TransportName(Config{}.transport), "",
        "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE; GET any path)",
        [](Config& c, const std::string& v) -> std::string {
          if (v == "stdio")
@@ -77,23 +81,23 @@ const std::vector<Option>& Options() {
            return "must be stdio, http or sse";
          return "";
        }},
-      {"MCP_EXEC_ADDR", "--addr", ":8080", "", "listen address for http/sse (HOST:PORT)",
+      {"MCP_EXEC_ADDR", "--addr", Config{}.addr, "", "listen address for http/sse (HOST:PORT)",
        [](Config& c, const std::string& v) {
          std::string err = ParseAddr(v);
          if (err.empty()) c.addr = v;
          return err;
        }},
-      {"MCP_EXEC_DEFAULT_TIMEOUT_S", "--default-timeout-s", "30", "s",
-       "wall-clock timeout of a call that gives none (or 0)",
+      {"MCP_EXEC_DEFAULT_TIMEOUT_S", "--default-timeout-s", Default(&Config::default_timeout_s),
+       "s", "wall-clock timeout of a call that gives none (or 0)",
        IntField(&Config::default_timeout_s, 1, 86400)},
-      {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", "300", "s", "ceiling for a call's timeout_s",
-       IntField(&Config::max_timeout_s, 1, 86400)},
-      {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", "1048576", "bytes",
-       "one budget shared by stdout and stderr",
+      {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", Default(&Config::max_timeout_s), "s",
+       "ceiling for a call's timeout_s", IntField(&Config::max_timeout_s, 1, 86400)},
+      {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", Default(&Config::max_output_bytes),
+       "bytes", "one budget shared by stdout and stderr",
        IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
-      {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", "1048576", "bytes",
+      {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", Default(&Config::max_stdin_bytes), "bytes",
        "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
-      {"MCP_EXEC_PYTHON", "--python", "python3", "",
+      {"MCP_EXEC_PYTHON", "--python", Config{}.python, "",
        "accepted for compatibility and ignored: the interpreter is embedded (see README)",
        [](Config& c, const std::string& v) -> std::string {
          if (v.empty()) return "must not be empty";
@@ -105,47 +109,47 @@ const std::vector<Option>& Options() {
        StringField(&Config::auth_token)},
       {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent", "number of CPUs", "runs",
        "runs executing at once", IntField(&Config::max_concurrent, 1, 1024)},
-      {"MCP_EXEC_MAX_QUEUE", "--max-queue", "64", "runs",
+      {"MCP_EXEC_MAX_QUEUE", "--max-queue", Default(&Config::max_queue), "runs",
        "runs waiting for a slot; past it a call is refused as at capacity",
        IntField(&Config::max_queue, 0, 100000)},
-      {"MCP_EXEC_MAX_CODE_BYTES", "--max-code-bytes", "1048576", "bytes",
+      {"MCP_EXEC_MAX_CODE_BYTES", "--max-code-bytes", Default(&Config::max_code_bytes), "bytes",
        "cap on a call's code, in UTF-8 bytes", IntField(&Config::max_code_bytes, 1, 64 * kMiB)},
       {"MCP_EXEC_MAX_REQUEST_BYTES", "--max-request-bytes", "6 x (code + stdin caps) + 64 KiB",
        "bytes", "cap on one JSON-RPC message",
        IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
-      {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", "/tmp", "",
+      {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", Config{}.workdir_root, "",
        "where the runs' private working directories are made",
        [](Config& c, const std::string& v) -> std::string {
          if (v.empty() || v[0] != '/') return "must be an absolute path";
          c.workdir_root = v;
          return "";
        }},
-      {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", "512", "MiB",
+      {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", Default(&Config::memory_limit_mb), "MiB",
        "memory a run may allocate (address space beyond the pre-warmed interpreter)",
-       IntField(&Config::memory_limit_mb, 16, 1024 * 1024)},
-      {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", "256", "MiB",
+       IntField(&Config::memory_limit_mb, 16, kMiB)},
+      {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", Default(&Config::disk_limit_mb), "MiB",
        "size of a run's working directory, and of any one file it writes",
-       IntField(&Config::disk_limit_mb, 1, 1024 * 1024)},
-      {"MCP_EXEC_MAX_PROCESSES", "--max-processes", "256", "processes",
+       IntField(&Config::disk_limit_mb, 1, kMiB)},
+      {"MCP_EXEC_MAX_PROCESSES", "--max-processes", Default(&Config::max_processes), "processes",
        "processes and threads of the sandbox uid at once (all runs together)",
        IntField(&Config::max_processes, 8, 1000000)},
-      {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", "1024", "files",
+      {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", Default(&Config::max_open_files), "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
       {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
        "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
        StringField(&Config::allowed_origins)},
-      {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", "256", "sessions",
+      {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", Default(&Config::max_sessions), "sessions",
        "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
-      {"MCP_EXEC_MAX_STREAMS", "--max-streams", "128", "streams",
+      {"MCP_EXEC_MAX_STREAMS", "--max-streams", Default(&Config::max_streams), "streams",
        "open server-sent event streams (each holds a connection)",
        IntField(&Config::max_streams, 1, 10000)},
-      {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", "1800", "s",
+      {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", Default(&Config::session_idle_s), "s",
        "an http/sse session unused this long is closed",
-       IntField(&Config::session_idle_s, 1, 86400 * 7)},
-      {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", "20", "s",
+       IntField(&Config::session_idle_s, 1, int64_t{86400} * 7)},
+      {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", Default(&Config::shutdown_grace_s), "s",
        "on SIGTERM, how long running calls may finish before they are killed",
        IntField(&Config::shutdown_grace_s, 0, 3600)},
-      {"MCP_EXEC_LOG_LEVEL", "--log-level", "info", "", "debug, info, warn or error",
+      {"MCP_EXEC_LOG_LEVEL", "--log-level", Config{}.log_level, "", "debug, info, warn or error",
        [](Config& c, const std::string& v) -> std::string {
          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
            return "must be debug, info, warn or error";
@@ -173,7 +177,7 @@ std::string TransportName(Transport t) {
 
 int64_t EffectiveMaxRequestBytes(const Config& c) {
   if (c.max_request_bytes > 0) return c.max_request_bytes;
-  return 6 * (c.max_code_bytes + c.max_stdin_bytes) + 64 * 1024;
+  return 6 * (c.max_code_bytes + c.max_stdin_bytes) + int64_t{64} * 1024;
 }
 
 std::map<std::string, std::string> EnvironmentMap(char** envp) {
@@ -184,6 +188,12 @@ std::map<std::string, std::string> EnvironmentMap(char** envp) {
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return env;
+}
+
+std::vector<OptionDoc> OptionDocs() {
+  std::vector<OptionDoc> docs;
+  for (const Option& o : Options()) docs.push_back({o.env, o.flag, o.default_text, o.unit, o.help});
+  return docs;
 }
 
 std::string HelpText() {

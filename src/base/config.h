@@ -60,6 +60,13 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
 std::map<std::string, std::string> EnvironmentMap(char** envp);
 
 std::string HelpText();
+
+// Every option as --help shows it: the one list README's table is checked
+// against (tests/unit/config_test.cc).
+struct OptionDoc {
+  std::string env, flag, default_text, unit, help;
+};
+std::vector<OptionDoc> OptionDocs();
 std::string TransportName(Transport t);
 
 // The derived request-size cap: a JSON string can escape one byte into six.

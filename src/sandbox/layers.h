@@ -18,13 +18,15 @@ struct LayerStatus {
   std::string fix;        // what the operator can do, when inactive
 };
 
-// The limits every run gets; fixed at start (config), passed to the zygote.
+// The limits every run gets. The configurable ones come from the server's
+// config (base/config.h holds their defaults) through ZygoteArgs; the rest
+// are fixed here.
 struct RunLimits {
-  int64_t memory_bytes = 512ll << 20;
-  int64_t disk_bytes = 256ll << 20;    // workdir size / largest file
+  int64_t memory_bytes = 0;
+  int64_t disk_bytes = 0;              // workdir size / largest file
   int64_t scratch_bytes = 64ll << 20;  // private /tmp and /dev/shm each
-  int64_t max_processes = 256;
-  int64_t max_open_files = 1024;
+  int64_t max_processes = 0;
+  int64_t max_open_files = 0;
   uint32_t sandbox_uid = 65532;
   uint32_t sandbox_gid = 65532;
 };

@@ -24,7 +24,7 @@ bool Set(int resource, const char* name, rlim_t value, std::string* error) {
 }  // namespace
 
 bool LowerCpuLimit(int64_t timeout_s, std::string* error) {
-  return Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + 5, error);
+  return Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + kCpuSlackS, error);
 }
 
 int64_t AddressSpaceBytes() {
@@ -49,9 +49,7 @@ bool ApplyInRunner(const RunLimits& l, int64_t timeout_s, std::string* error) {
          Set(RLIMIT_FSIZE, "RLIMIT_FSIZE", l.disk_bytes, error) &&
          Set(RLIMIT_NOFILE, "RLIMIT_NOFILE", l.max_open_files, error) &&
          Set(RLIMIT_NPROC, "RLIMIT_NPROC", l.max_processes, error) &&
-         // The wall-clock deadline is the real limit; this one catches a
-         // process that would outlive it unseen.
-         Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + 5, error) &&
+         Set(RLIMIT_CPU, "RLIMIT_CPU", timeout_s + kCpuSlackS, error) &&
          Set(RLIMIT_CORE, "RLIMIT_CORE", 0, error);
 }
 

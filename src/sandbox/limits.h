@@ -11,6 +11,10 @@
 
 namespace mcpexec::sandbox::limits {
 
+// RLIMIT_CPU is the run's timeout plus this: the wall-clock deadline is the
+// real limit; the rlimit catches a process that would outlive it unseen.
+constexpr int64_t kCpuSlackS = 5;
+
 bool ApplyInRunner(const RunLimits& limits, int64_t timeout_s, std::string* error);
 
 // Lowers RLIMIT_CPU to the run's timeout (plus slack) once it is known.

@@ -153,8 +153,8 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
                     "address space +" + std::to_string(sb.limits.memory_bytes >> 20) +
                         " MiB, files " + std::to_string(sb.limits.disk_bytes >> 20) + " MiB, " +
                         std::to_string(sb.limits.max_processes) + " processes per uid, " +
-                        std::to_string(sb.limits.max_open_files) +
-                        " open files, cpu = timeout + 5 s",
+                        std::to_string(sb.limits.max_open_files) + " open files, cpu = timeout + " +
+                        std::to_string(limits::kCpuSlackS) + " s",
                     ""});
   layers.push_back(cgroups::Report(sb.cgroups, sb.limits));
   std::string abi = std::to_string(sb.landlock_abi);

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+
 namespace mcpexec {
 namespace {
 
@@ -112,6 +117,49 @@ TEST(ConfigTest, HelpListsEveryVariableWithItsFlagAndDefault) {
         "MCP_EXEC_MAX_CONCURRENT", "MCP_EXEC_MAX_QUEUE", "MCP_EXEC_MAX_CODE_BYTES",
         "MCP_EXEC_MAX_REQUEST_BYTES", "MCP_EXEC_WORKDIR_ROOT", "MCP_EXEC_LOG_LEVEL",
         "default: 30, unit: s", "default: 1048576, unit: bytes"}) {
+    EXPECT_NE(r.print_and_exit.find(s), std::string::npos) << s;
+  }
+}
+
+// README's configuration table is the operator's view of the same list: it
+// names every option, with its flag and its default, and nothing else.
+TEST(ConfigTest, ReadmeTableMatchesTheOptions) {
+  std::ifstream readme(std::string(MCP_EXEC_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(readme) << "README.md not found";
+  std::map<std::string, std::pair<std::string, std::string>> rows;  // env -> (flag, default)
+  std::regex row(R"(^\| `(MCP_EXEC_[A-Z_]+)` \| `(--[a-z-]+)` \| ([^|]+) \|)");
+  std::string line;
+  while (std::getline(readme, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    std::string cell = m[3];
+    cell.erase(std::remove(cell.begin(), cell.end(), '`'), cell.end());
+    rows[m[1]] = {m[2], cell};
+  }
+  std::vector<OptionDoc> docs = OptionDocs();
+  EXPECT_EQ(rows.size(), docs.size()) << "README's table and --help list different options";
+  for (const OptionDoc& d : docs) {
+    auto it = rows.find(d.env);
+    ASSERT_NE(it, rows.end()) << d.env << " is missing from README's table";
+    EXPECT_EQ(it->second.first, d.flag) << d.env;
+    std::string want = d.default_text;
+    if (want.size() > 2 && want.front() == '(' && want.back() == ')') {
+      want = want.substr(1, want.size() - 2);
+    }
+    const std::string& cell = it->second.second;
+    EXPECT_TRUE(cell == want || cell.rfind(want + " ", 0) == 0)
+        << d.env << ": README says the default is \"" << cell << "\", --help says \""
+        << d.default_text << "\"";
+  }
+}
+
+TEST(ConfigTest, DefaultsInHelpAreTheConfigsOwn) {
+  ParseResult r = Parse({}, {"--help"});
+  Config defaults;
+  for (const std::string& s :
+       {"default: " + std::to_string(defaults.default_timeout_s) + ", unit: s",
+        "default: " + std::to_string(defaults.memory_limit_mb) + ", unit: MiB",
+        "default: " + defaults.addr, "default: " + defaults.workdir_root}) {
     EXPECT_NE(r.print_and_exit.find(s), std::string::npos) << s;
   }
 }
