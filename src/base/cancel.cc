@@ -6,14 +6,12 @@
 namespace mcpexec {
 
 CancelToken::CancelToken() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-CancelToken::~CancelToken() {
-  if (fd_ >= 0) close(fd_);
-}
+
 void CancelToken::Cancel(CancelReason why) {
   if (cancelled_.exchange(true)) return;
   reason_ = static_cast<int>(why);
   uint64_t one = 1;
-  (void)!write(fd_, &one, sizeof one);
+  (void)!write(fd_.get(), &one, sizeof one);
   std::lock_guard<std::mutex> lock(hook_mu_);
   if (hook_) hook_();
 }

@@ -4,6 +4,8 @@
 #include <functional>
 #include <mutex>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec {
 
 // Why a run is ended early.
@@ -16,7 +18,6 @@ enum class CancelReason : int {
 class CancelToken {
  public:
   CancelToken();
-  ~CancelToken();
   // The first reason given wins.
   void Cancel(CancelReason why = CancelReason::kClient);
   bool cancelled() const { return cancelled_.load(); }
@@ -24,14 +25,14 @@ class CancelToken {
   // Called (from Cancel's thread) when the token is cancelled, or at once if
   // it already is; nullptr removes it. Wakes a waiter that cannot poll fd().
   void OnCancel(std::function<void()> hook);
-  int fd() const { return fd_; }  // readable once cancelled
+  int fd() const { return fd_.get(); }  // readable once cancelled
 
  private:
   std::atomic<bool> cancelled_{false};
   std::atomic<int> reason_{0};
   std::mutex hook_mu_;
   std::function<void()> hook_;
-  int fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace mcpexec

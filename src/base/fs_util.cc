@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec {
 
 std::string MakePrivateDir(const std::string& root, const std::string& prefix) {
@@ -54,13 +56,13 @@ bool EmptyDirAt(int dfd, int depth) {
     if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) == 0) continue;
     // The code may have left it without permissions for its owner.
     fchmodat(dfd, name.c_str(), 0700, 0);
-    int sub = openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0) {
+    UniqueFd sub(openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) {
       ok = false;
       continue;
     }
-    ok = EmptyDirAt(sub, depth + 1) && ok;
-    close(sub);
+    ok = EmptyDirAt(sub.get(), depth + 1) && ok;
+    sub.Reset();
     if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) != 0) ok = false;
   }
   return ok;
@@ -70,10 +72,10 @@ bool EmptyDirAt(int dfd, int depth) {
 
 bool RemoveTree(const std::string& path) {
   chmod(path.c_str(), 0700);
-  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  bool ok = EmptyDirAt(fd, 0);
-  close(fd);
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return errno == ENOENT;
+  bool ok = EmptyDirAt(fd.get(), 0);
+  fd.Reset();
   return rmdir(path.c_str()) == 0 && ok;
 }
 

@@ -1,3 +1,5 @@
+// The few filesystem operations the supervisor needs on run directories:
+// private directories made and removed without following symlinks.
 #pragma once
 
 #include <string>

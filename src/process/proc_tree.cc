@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec {
 namespace {
 
@@ -22,11 +24,10 @@ struct ProcInfo {
 bool ReadStat(pid_t pid, ProcInfo* info) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
   char buf[512];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  ssize_t n = read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return false;
   buf[n] = '\0';
   // comm may hold spaces and parentheses: parse after the last ')'.
@@ -79,13 +80,11 @@ std::vector<Edge> Subtree(const std::map<pid_t, std::vector<pid_t>>& children, p
 
 // Kills pid only if, once pinned by a pidfd, it still has the expected parent.
 bool KillIfChildOf(pid_t pid, pid_t expected_parent) {
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return false;
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return false;
   ProcInfo info;
   bool ok = ReadStat(pid, &info) && info.ppid == expected_parent;
-  if (ok) ok = syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
-  close(pidfd);
-  return ok;
+  return ok && syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0;
 }
 
 void KillCollected(const std::map<pid_t, std::vector<pid_t>>& children, pid_t root, int* killed) {

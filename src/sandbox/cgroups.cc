@@ -12,17 +12,18 @@
 #include <sstream>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::sandbox::cgroups {
 namespace {
 
 std::string ReadAt(int dirfd, const std::string& rel) {
-  int fd = openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  UniqueFd fd(openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
   std::string out;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
+  while ((n = read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   return out;
 }
 
@@ -30,12 +31,10 @@ std::string ReadFile(const std::string& path) { return ReadAt(AT_FDCWD, path); }
 
 // 0 on success, else errno.
 int WriteAt(int dirfd, const std::string& rel, const std::string& value) {
-  int fd = openat(dirfd, rel.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  ssize_t n = write(fd, value.data(), value.size());
-  int err = n == static_cast<ssize_t>(value.size()) ? 0 : (n < 0 ? errno : EIO);
-  close(fd);
-  return err;
+  UniqueFd fd(openat(dirfd, rel.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  ssize_t n = write(fd.get(), value.data(), value.size());
+  return n == static_cast<ssize_t>(value.size()) ? 0 : (n < 0 ? errno : EIO);
 }
 
 bool HasToken(const std::string& csv, const std::string& token) {

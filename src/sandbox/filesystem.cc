@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::sandbox::filesystem {
 namespace {
 
@@ -104,9 +106,9 @@ bool Fail(std::string* error, const std::string& what) {
 }
 
 bool BindFile(const std::string& from, const std::string& to, std::string* error) {
-  int fd = open(to.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Fail(error, "create " + to);
-  close(fd);
+  if (!UniqueFd(open(to.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644))) {
+    return Fail(error, "create " + to);
+  }
   if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Fail(error, "bind " + from + " on " + to);
   }

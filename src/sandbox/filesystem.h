@@ -1,10 +1,13 @@
-// The filesystem layer. In the zygote's mount namespace every mount is made
-// read-only once (after warm-up, which writes caches); each run then mounts a
-// fresh size-capped tmpfs on /tmp, which is its working directory, and one on
-// /dev/shm, in its own mount namespace: what it writes dies with it, and it
-// has no parent or sibling directory to write into. Without mount
-// namespaces, the run works in the directory the supervisor made, and
-// Landlock and the uid keep its writes there.
+// The filesystem layer. In its mount namespace the zygote pivots into a
+// minimal root (the system folders read-only, a private /dev of five
+// devices, machine-id masked: PrepareMinimalRoot) after warm-up, which
+// writes caches. Each run then mounts, in a mount namespace of its own, a
+// fresh size-capped tmpfs on /tmp (its working directory) and one on
+// /dev/shm, and a /proc of its own pid namespace with host files masked
+// (MountRunProc): what it writes dies with it, and it has no parent or
+// sibling directory to write into. Without mount namespaces, the run works
+// in the directory the supervisor made, and Landlock and the uid keep its
+// writes there.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
-// The lockdown of a runner, one layer per file, applied in kernel order by
-// Lockdown() with seccomp last. Preparation happens once in the zygote.
+// The order of the lockdown, one layer per file (sandbox/*.h): the zygote
+// prepares once (PrepareEarly, PrepareLate); each spare runner applies what
+// does not depend on its run (LockdownAhead); the runner finishes once its
+// run is known (LockdownFinish), seccomp last. The zygote (zygote/zygote.cc)
+// only calls these, in that order.
 #pragma once
 
 #include <linux/filter.h>

@@ -521,10 +521,10 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
   } else if (io.cancelled) {
     o.exit_code = -1;
     o.end = io.cancel.reason() == CancelReason::kShutdown ? RunEnd::kShutdown : RunEnd::kCancelled;
-  } else if (io.oom_killed) {
-    o.end = RunEnd::kMemory;  // the run as a whole passed its memory limit (cgroup)
-  } else if (io.status.note() == wire::kReasonMemory && o.exit_code == 1) {
-    o.end = RunEnd::kMemory;  // an uncaught MemoryError: what only Python knows
+  } else if (io.oom_killed || (io.status.note() == wire::kReasonMemory && o.exit_code == 1)) {
+    // The run as a whole passed its memory limit (the cgroup killed), or an
+    // uncaught MemoryError (what only Python knows, believed with exit 1).
+    o.end = RunEnd::kMemory;
   } else if (o.signal) {
     o.end = EndForSignal(o.signal);
   }

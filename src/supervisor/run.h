@@ -50,8 +50,9 @@ struct RunOutcome {
 };
 
 // What the zygote reports about its interpreter (python version, packages)
-// and its sandbox.
-struct RuntimeReport {
+// and its sandbox. (clang-tidy cannot see that nlohmann::json's implicit
+// moves do not throw.)
+struct RuntimeReport {  // NOLINT(bugprone-exception-escape)
   std::string python_version;
   // distribution name -> version, only the importable ones, in promise order.
   std::vector<std::pair<std::string, std::string>> packages;

@@ -39,12 +39,13 @@ const char* ExecToolName();
 const std::vector<std::string>& ExecReasons();
 nlohmann::json ExecInputSchema();
 nlohmann::json ExecOutputSchema();
-std::string ExecDescription(const Config& config, const RuntimeReport& runtime,
+// c: the live limits; rt: what the zygote reported.
+std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary);
 
 // Returns the request, or the tool-error message.
-std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& arguments,
-                                                             const Config& config);
+std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& args,
+                                                             const Config& c);
 
 // Timeout rule 4 of the contract, on a value already known to be an integer.
 int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);

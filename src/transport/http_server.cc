@@ -808,6 +808,9 @@ void Server::Impl::OnAccepted(tcp::socket socket) {
     return;  // the socket closes here
   }
   ++refusing;
+  // Not a use after move: the socket was moved above only when it was taken
+  // (refuse == 0), and that path has returned.
+  // NOLINTNEXTLINE(bugprone-use-after-move)
   conn = std::make_shared<Connection>(*this, std::move(socket), client, false);
   conn->Refuse(refuse, refuse == 503 ? "too many connections\n"
                                      : "too many connections from this address\n");

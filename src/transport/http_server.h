@@ -40,7 +40,7 @@ struct Limits {
   std::chrono::milliseconds header_timeout{10000};
   // The body: this, plus its length at body_min_rate (the cap's, for chunked).
   std::chrono::milliseconds body_timeout{10000};
-  uint64_t body_min_rate = 256 * 1024;  // bytes per second
+  uint64_t body_min_rate = uint64_t{256} * 1024;  // bytes per second
   // One write may make no progress for this long before the client is
   // considered gone.
   std::chrono::milliseconds write_timeout{30000};

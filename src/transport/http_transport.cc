@@ -438,6 +438,14 @@ class HttpTransport final : public http::Handler {
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
   http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, http::Exchange& ex);
+  std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
+  std::optional<http::Response> ParsePostMessage(const http::Request& req, json* msg) const;
+  std::optional<http::Response> SessionForPost(const http::Request& req, const json& msg,
+                                               std::shared_ptr<HttpSession>* session,
+                                               http::Headers* session_header);
+  void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
+                      const std::shared_ptr<Waiter>& waiter, const json& id,
+                      http::Headers session_header);
   void StreamableGet(const http::Request& req, http::Exchange& ex);
   void StreamableDelete(const http::Request& req, http::Exchange& ex);
   void LegacyGet(const http::Request& req, http::Exchange& ex);
@@ -606,62 +614,17 @@ bool HttpTransport::ReserveStream() {
   return true;
 }
 
+// The streamable transport's POST, in steps: the headers, the message, its
+// session, then the answer (at once, or as an event stream while it runs).
 void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex) {
-  if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
-  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
-    return ex.Reply(PlainError(415, "Content-Type must be application/json"));
-  }
-  const std::string accept = req.Header("Accept");
-  if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {
-    return ex.Reply(PlainError(406, "Accept must list application/json and text/event-stream"));
-  }
+  if (auto refusal = CheckPostHeaders(req)) return ex.Reply(std::move(*refusal));
   json msg;
-  try {
-    msg = json::parse(req.body);
-  } catch (const json::exception& e) {
-    return ex.Reply(
-        JsonRpcHttpError(400, jsonrpc::kParseError, std::string("parse error: ") + e.what()));
-  }
-  if (!msg.is_object()) {
-    return ex.Reply(JsonRpcHttpError(
-        400, jsonrpc::kInvalidRequest,
-        msg.is_array() ? "batch requests are not supported" : "a message must be a JSON object"));
-  }
-  const bool has_method = msg.contains("method") && msg["method"].is_string();
-  const bool is_request = has_method && msg.contains("id");
-  if (is_request && !msg["id"].is_string() && !msg["id"].is_number_integer()) {
-    return ex.Reply(
-        JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "id must be a string or an integer"));
-  }
-  if (!has_method && !msg.contains("result") && !msg.contains("error")) {
-    return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "method is missing"));
-  }
+  if (auto refusal = ParsePostMessage(req, &msg)) return ex.Reply(std::move(*refusal));
+  const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
   std::shared_ptr<HttpSession> session;
   http::Headers session_header;
-  if (is_request && msg["method"] == "initialize") {
-    auto created = sessions_.Create(tools_, false);
-    if (!created.second) {
-      return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
-    }
-    session = created.second;
-    session_header.emplace_back("Mcp-Session-Id", created.first);
-    log::Info("session_open", {{"transport", "http"}, {"sessions", sessions_.size()}});
-  } else {
-    const std::string session_id = req.Header("Mcp-Session-Id");
-    if (session_id.empty()) {
-      return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
-                                       "Mcp-Session-Id header is required (initialize first)"));
-    }
-    session = sessions_.Find(session_id);
-    if (!session) {
-      return ex.Reply(JsonRpcHttpError(404, jsonrpc::kInvalidRequest, "session not found"));
-    }
-    if (req.HasHeader("MCP-Protocol-Version") &&
-        !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
-      return ex.Reply(JsonRpcHttpError(
-          400, jsonrpc::kInvalidRequest,
-          "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version")));
-    }
+  if (auto refusal = SessionForPost(req, msg, &session, &session_header)) {
+    return ex.Reply(std::move(*refusal));
   }
   if (!is_request) {
     session->mcp().Handle(msg);
@@ -681,9 +644,80 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
       return ex.Reply(std::move(r));
     }
   }
-  // A call that takes time: answer as an event stream, with a comment each
-  // second while it runs, so that a client that leaves is noticed (the
-  // write fails) and its run ended.
+  AnswerAsStream(ex, session, waiter, id, std::move(session_header));
+}
+
+std::optional<http::Response> HttpTransport::CheckPostHeaders(const http::Request& req) const {
+  if (stopping_) return PlainError(503, "the server is shutting down");
+  if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
+    return PlainError(415, "Content-Type must be application/json");
+  }
+  const std::string accept = req.Header("Accept");
+  if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {
+    return PlainError(406, "Accept must list application/json and text/event-stream");
+  }
+  return std::nullopt;
+}
+
+std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Request& req,
+                                                              json* msg) const {
+  try {
+    *msg = json::parse(req.body);
+  } catch (const json::exception& e) {
+    return JsonRpcHttpError(400, jsonrpc::kParseError, std::string("parse error: ") + e.what());
+  }
+  if (!msg->is_object()) {
+    return JsonRpcHttpError(
+        400, jsonrpc::kInvalidRequest,
+        msg->is_array() ? "batch requests are not supported" : "a message must be a JSON object");
+  }
+  const bool has_method = msg->contains("method") && (*msg)["method"].is_string();
+  const bool is_request = has_method && msg->contains("id");
+  if (is_request && !(*msg)["id"].is_string() && !(*msg)["id"].is_number_integer()) {
+    return JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "id must be a string or an integer");
+  }
+  if (!has_method && !msg->contains("result") && !msg->contains("error")) {
+    return JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "method is missing");
+  }
+  return std::nullopt;
+}
+
+// initialize opens a session (its id goes back in a header); anything else
+// names an open one.
+std::optional<http::Response> HttpTransport::SessionForPost(const http::Request& req,
+                                                            const json& msg,
+                                                            std::shared_ptr<HttpSession>* session,
+                                                            http::Headers* session_header) {
+  if (msg.contains("id") && msg.value("method", json()) == "initialize") {
+    auto created = sessions_.Create(tools_, false);
+    if (!created.second) return PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)");
+    *session = created.second;
+    session_header->emplace_back("Mcp-Session-Id", created.first);
+    log::Info("session_open", {{"transport", "http"}, {"sessions", sessions_.size()}});
+    return std::nullopt;
+  }
+  const std::string session_id = req.Header("Mcp-Session-Id");
+  if (session_id.empty()) {
+    return JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
+                            "Mcp-Session-Id header is required (initialize first)");
+  }
+  *session = sessions_.Find(session_id);
+  if (!*session) return JsonRpcHttpError(404, jsonrpc::kInvalidRequest, "session not found");
+  if (req.HasHeader("MCP-Protocol-Version") &&
+      !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
+    return JsonRpcHttpError(
+        400, jsonrpc::kInvalidRequest,
+        "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version"));
+  }
+  return std::nullopt;
+}
+
+// A call that takes time: answered as an event stream, with a comment each
+// second while it runs, so that a client that leaves is noticed (the write
+// fails) and its run ended.
+void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
+                                   const std::shared_ptr<Waiter>& waiter, const json& id,
+                                   http::Headers session_header) {
   http::Response head;
   head.content_type = "text/event-stream";
   head.headers = std::move(session_header);
