@@ -7,6 +7,7 @@
 
 #include "base/version.h"
 #include "sandbox/layers.h"
+#include "sandbox/seccomp_policy.h"
 #include "supervisor/zygote_client.h"
 
 namespace mcpexec {
@@ -23,6 +24,31 @@ std::string SandboxRefusal(const RuntimeReport& report) {
   return "";
 }
 
+namespace {
+
+// The seccomp rules that look at arguments, from the same table the filter
+// is built from: what "allowed" means for socket, ioctl, clone, prctl, ...
+std::string SeccompArgumentRulesText() {
+  std::ostringstream o;
+  o << "  seccomp argument rules (the filter is built from these):\n";
+  for (const auto& r : sandbox::seccomp_policy::Describe()) {
+    if (r.action.rfind("allow if", 0) != 0) continue;
+    o << "    " << r.syscall << ": " << r.action << "\n";
+  }
+  return o.str();
+}
+
+json SeccompRulesJson() {
+  json rules = json::array();
+  for (const auto& r : sandbox::seccomp_policy::Describe()) {
+    rules.push_back(
+        {{"syscall", r.syscall}, {"action", r.action}, {"why", r.why}, {"group", r.group}});
+  }
+  return rules;
+}
+
+}  // namespace
+
 std::string DoctorText(const RuntimeReport& report) {
   std::ostringstream o;
   o << "mcp-exec " << MCP_EXEC_VERSION << " doctor: "
@@ -35,6 +61,7 @@ std::string DoctorText(const RuntimeReport& report) {
     o << line;
     if (!l.active && !l.fix.empty()) o << "             fix: " << l.fix << "\n";
   }
+  o << SeccompArgumentRulesText();
   o << "  Python " << report.python_version << "; packages:";
   for (auto& [name, version] : report.packages) o << " " << name << " " << version;
   for (auto& name : report.missing) o << " " << name << " (MISSING)";
@@ -87,6 +114,7 @@ int RunDoctor(const Config& config, bool json_output) {
                 {"missing_packages", report.missing},
                 {"namespaces", report.sandbox.value("namespaces", "")},
                 {"layers", report.sandbox.value("layers", json::array())},
+                {"seccomp_rules", SeccompRulesJson()},
                 {"refusal", refusal}};
     printf("%s\n", out.dump(2).c_str());
   } else {

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "process/zygote_args.h"
 #include "server_process.h"
 
 namespace mcpexec::testing {
@@ -124,7 +125,7 @@ bool OnlyIdleSpares(const ServerProcess& s) {
       if (!ChildrenOf(runner, false).empty()) return false;
     }
   }
-  return ChildrenOf(zygote, false).size() <= 4;
+  return ChildrenOf(zygote, false).size() <= static_cast<size_t>(kMaxSpares);
 }
 
 TEST_P(EscapeTest, Snippet) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "server_process.h"
 
@@ -57,6 +58,34 @@ TEST(LifecycleTest, HelpAndVersion) {
   r = RunBinary(std::string(MCP_EXEC_BIN) + " --version");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out.rfind("mcp-exec ", 0), 0u);
+}
+
+// doctor states the seccomp argument rules from the table the filter is
+// built from, and starts nothing by hand: a bad zygote command line is
+// refused by name.
+TEST(LifecycleTest, DoctorShowsTheSeccompArgumentRules) {
+  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " doctor --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  bool socket_rule = false, ioctl_by_name = false;
+  for (const auto& rule : j["seccomp_rules"]) {
+    std::string action = rule.value("action", "");
+    if (rule["syscall"] == "socket" && action.find("AF_UNIX") != std::string::npos) {
+      socket_rule = true;
+    }
+    if (rule["syscall"] == "ioctl" && action.find("TCGETS") != std::string::npos) {
+      ioctl_by_name = true;
+    }
+    EXPECT_FALSE(rule.value("why", "").empty()) << rule.dump();
+  }
+  EXPECT_TRUE(socket_rule) << j["seccomp_rules"].dump();
+  EXPECT_TRUE(ioctl_by_name);
+  r = RunBinary(std::string(MCP_EXEC_BIN) + " doctor");
+  EXPECT_NE(r.out.find("socket: allow if arg0 (domain) == AF_UNIX"), std::string::npos) << r.out;
+
+  r = RunBinary(std::string(MCP_EXEC_BIN) + " __zygote --spares=lots");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--spares=lots"), std::string::npos) << r.err;
 }
 
 TEST(LifecycleTest, EofEndsInFlightRunsAndExitsZero) {
