@@ -182,7 +182,7 @@ void McpSession::HandleNotification(const std::string& method, const json& param
 
 void McpSession::StartToolCall(const json& id, const json& params) {
   json name = params.value("name", json(nullptr));
-  const std::string tool = backend_.ToolDescriptor().value("name", "");
+  const std::string tool = backend_.ToolName();
   if (!name.is_string() || name.get<std::string>() != tool) {
     send_(jsonrpc::Error(
         id, jsonrpc::kInvalidParams,

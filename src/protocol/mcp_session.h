@@ -28,6 +28,9 @@ class ToolBackend {
  public:
   virtual ~ToolBackend() = default;
   virtual nlohmann::json ToolDescriptor() const = 0;
+  // The name tools/call must give (ToolDescriptor()'s "name", without
+  // building the whole descriptor on every call).
+  virtual std::string ToolName() const = 0;
   // The work of one admitted call, run on the call's own thread; returns
   // its CallToolResult.
   using Work = std::function<nlohmann::json(CancelToken& cancel)>;

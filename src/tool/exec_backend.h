@@ -21,6 +21,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
 
   // ToolBackend
   nlohmann::json ToolDescriptor() const override;
+  std::string ToolName() const override { return ExecToolName(); }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments) override;
 
   // ServerHealth

@@ -21,6 +21,7 @@ using json = nlohmann::json;
 class FakeBackend : public ToolBackend {
  public:
   json ToolDescriptor() const override { return {{"name", "exec"}}; }
+  std::string ToolName() const override { return "exec"; }
   std::variant<Work, json> Accept(const json& arguments) override {
     auto validated = ValidateExecArguments(arguments, config_);
     if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
