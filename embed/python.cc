@@ -1,7 +1,12 @@
 #include "embed/python.h"
 
 #include <Python.h>
+#include <pthread.h>
 #include <pybind11/embed.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
 
 namespace py = pybind11;
 
@@ -69,15 +74,109 @@ bool WarmUp(std::string* report, std::string* error) {
   }
 }
 
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_previous[NSIG];  // faulthandler's handlers
+PyObject* g_crash_flush = nullptr;  // mcp_exec_runtime._crash_flush
+volatile sig_atomic_t g_crashing = 0;
+
+void OnFatalSignal(int sig, siginfo_t* info, void* context) {
+  // faulthandler first: it prints the traceback and re-raises the signal,
+  // which stays blocked until this handler returns, and then kills.
+  const struct sigaction& prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  }
+  if (!g_crashing && g_crash_flush) {
+    // Not async-signal-safe, and it does not have to be: the process is
+    // dying either way; if this crashes too, the signal is blocked and the
+    // kernel kills at once, the traceback already written.
+    g_crashing = 1;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject* r = PyObject_CallNoArgs(g_crash_flush);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyGILState_Release(gil);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);  // delivered when this handler returns, if faulthandler did not
+}
+
+}  // namespace
+
+namespace {
+
+PyObject* g_flush_streams = nullptr;  // mcp_exec_runtime._flush_streams
+
+void* FlusherMain(void*) {
+  for (;;) {
+    timespec period{0, 50L * 1000 * 1000};
+    while (nanosleep(&period, &period) != 0 && errno == EINTR) {
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject* r = PyObject_CallNoArgs(g_flush_streams);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyGILState_Release(gil);
+  }
+  return nullptr;
+}
+
+// A native thread, not a Python one: it needs the GIL only when it flushes,
+// so starting it costs no hand-over on the call's path.
+void StartFlusher(const py::object& rt) {
+  g_flush_streams = py::object(rt.attr("_flush_streams")).release().ptr();
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // signals stay the main thread's
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, size_t{256} * 1024);
+  pthread_t thread;
+  pthread_create(&thread, &attr, FlusherMain, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace
+
+void InstallCrashFlush() {
+  try {
+    py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
+    g_crash_flush = py::object(rt.attr("_crash_flush")).release().ptr();
+  } catch (py::error_already_set&) {
+    return;
+  }
+  for (int sig : kFatalSignals) {
+    struct sigaction sa {};
+    sa.sa_sigaction = OnFatalSignal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &g_previous[sig]);
+  }
+}
+
 void BeforeFork() { PyOS_BeforeFork(); }
 void AfterForkInChild() { PyOS_AfterFork_Child(); }
 void AfterForkInParent() { PyOS_AfterFork_Parent(); }
 
-int RunCode(const std::string& code, const std::string& cwd, bool* memory_error) {
+int RunCode(const RunInput& in, bool* memory_error) {
   *memory_error = false;
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
-    py::tuple result = rt.attr("run")(py::str(code), py::str(cwd));
+    py::dict limits;
+    for (const auto& [name, value] : in.limits) limits[py::str(name)] = value;
+    py::list files;
+    for (const auto& [path, data] : in.files) {
+      files.append(py::make_tuple(py::str(path), py::bytes(data)));
+    }
+    StartFlusher(rt);
+    py::tuple result =
+        rt.attr("run")(py::str(in.code), py::str(in.cwd), in.results_fd, limits, files);
     *memory_error = result[1].cast<std::string>() == "memory";
     return result[0].cast<int>();
   } catch (py::error_already_set& e) {

@@ -4,7 +4,11 @@
 // through CPython's hooks, and runs a caller's code in a runner.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mcpexec::embed {
 
@@ -21,8 +25,24 @@ void BeforeFork();
 void AfterForkInChild();
 void AfterForkInParent();
 
-// In a locked-down runner: runs `code` as __main__ in `cwd`. Returns the
-// exit status; *memory_error: it ended with an uncaught MemoryError.
-int RunCode(const std::string& code, const std::string& cwd, bool* memory_error);
+// In the zygote, after WarmUp: a fatal signal (segfault, abort, ...) first
+// lets faulthandler print the Python traceback, then flushes the streams
+// (best effort: the process is dying), then kills as before. Runners
+// inherit it.
+void InstallCrashFlush();
+
+// What one run gets besides its code.
+struct RunInput {
+  std::string code;
+  std::string cwd;
+  int results_fd = -1;                    // the results pipe (records: see the runtime)
+  std::map<std::string, int64_t> limits;  // max_images, max_image_bytes, ...
+  std::vector<std::pair<std::string, std::string>> files;  // relative path, content
+};
+
+// In a locked-down runner: writes the input files, runs the code as
+// __main__ in its cwd, sends the results. Returns the exit status;
+// *memory_error: it ended with an uncaught MemoryError.
+int RunCode(const RunInput& input, bool* memory_error);
 
 }  // namespace mcpexec::embed

@@ -8,17 +8,33 @@ The C++ side calls exactly two functions:
 * ``warm_up()`` once in the zygote, before any fork: imports the sandbox's
   packages, fills the caches they would otherwise fill lazily after lockdown,
   freezes the heap for copy-on-write, and returns a JSON-able report.
-* ``run(code, workdir)`` in every runner, after its lockdown: runs the code as
-  ``__main__`` and returns the process exit status as CPython would compute it.
+* ``run(code, workdir, results_fd, limits, files)`` in every runner, after
+  its lockdown: writes the caller's input files, runs the code as
+  ``__main__`` (the value of a last expression kept, as a notebook cell
+  shows it), sends figures, ``out/`` files and that value to the supervisor
+  over ``results_fd``, and returns the exit status as CPython would compute
+  it.
+
+Results travel as records on ``results_fd``, a pipe of the supervisor's
+making (never stdout): a 4-byte little-endian header length, a JSON header
+with ``kind`` and ``bytes``, then that many bytes of payload. The supervisor
+bounds and checks everything it reads; the limits here only spare work.
 """
 
+import ast
 import atexit
 import builtins
+import faulthandler
 import gc
 import io
+import json
 import linecache
 import os
+import stat
+import struct
 import sys
+import threading
+import time
 import types
 
 # (import name, distribution name) of every package the tool promises.
@@ -116,6 +132,9 @@ def warm_up():
     """Runs once in the zygote. Returns the report the server publishes."""
     report = _import_packages()
     _warm_caches(report)
+    # A fatal signal in a run (a segfault in native code) leaves a
+    # Python-level traceback on the run's stderr (fd 2 in every runner).
+    faulthandler.enable(all_threads=False)
     # Everything imported so far is immortal for the zygote's children: freeze
     # it so a child's gc never touches (and so copies) those pages.
     gc.collect()
@@ -244,19 +263,280 @@ def _finish(status):
     return status
 
 
-def run(code, workdir):
+# --- Results: figures, files, the last expression, on the results channel ---
+
+_results_fd = -1
+_limits = {}
+_counts = {"images": 0, "images_omitted": 0}
+_displayed = set()  # ids of figures already sent (display() or show())
+
+
+def _send(kind, meta, payload=b""):
+    if _results_fd < 0:
+        return
+    header = dict(meta, kind=kind, bytes=len(payload))
+    head = json.dumps(header).encode()
+    data = memoryview(struct.pack("<I", len(head)) + head + payload)
+    try:
+        while data:
+            data = data[os.write(_results_fd, data):]
+    except OSError:
+        pass  # the supervisor stopped reading: what is left is dropped
+
+
+def _png_bytes(render, max_bytes):
+    """render(scale) -> PNG bytes; scaled down until it fits, else None."""
+    scale = 1.0
+    for _ in range(8):
+        data = render(scale)
+        if len(data) <= max_bytes:
+            return data, scale < 1.0
+        scale *= 0.7
+    return None, True
+
+
+def _emit_png(render):
+    if _counts["images"] >= _limits.get("max_images", 8):
+        _counts["images_omitted"] += 1
+        return
+    data, scaled = _png_bytes(render, _limits.get("max_image_bytes", 1 << 20))
+    if data is None:
+        _counts["images_omitted"] += 1
+        return
+    _counts["images"] += 1
+    _send("image", {"mimeType": "image/png", "scaled": scaled}, data)
+
+
+def _is_figure(obj):
+    figure = sys.modules.get("matplotlib.figure")
+    return figure is not None and isinstance(obj, figure.Figure)
+
+
+def _is_pil_image(obj):
+    image = sys.modules.get("PIL.Image")
+    return image is not None and isinstance(obj, image.Image)
+
+
+# A figure is first drawn at most this many pixels (about 2000 x 2000): the
+# canvas of a huge figure would not fit in the run's memory, and no model
+# needs more to see a plot.
+_MAX_FIGURE_PIXELS = 4_000_000
+
+
+def _show_figure(fig):
+    _displayed.add(id(fig))
+    dpi = fig.dpi
+    width, height = fig.get_size_inches()
+    pixels = width * height * dpi * dpi
+    if pixels > _MAX_FIGURE_PIXELS:
+        dpi *= (_MAX_FIGURE_PIXELS / pixels) ** 0.5
+
+    def render(scale):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi * scale)
+        return buf.getvalue()
+
+    _emit_png(render)
+
+
+def _show_pil(img):
+    def render(scale):
+        shown = img
+        if scale < 1.0:
+            shown = img.resize((max(1, int(img.width * scale)), max(1, int(img.height * scale))))
+        if shown.mode not in ("RGB", "RGBA", "L", "LA", "P", "1", "I;16"):
+            shown = shown.convert("RGBA")
+        buf = io.BytesIO()
+        shown.save(buf, format="PNG")
+        return buf.getvalue()
+
+    _emit_png(render)
+
+
+def display(*objs):
+    """Shows a matplotlib figure or a PIL image as an image in the result,
+    and prints the repr of anything else (as Jupyter's display() does)."""
+    for obj in objs:
+        if _is_figure(obj):
+            _show_figure(obj)
+        elif _is_pil_image(obj):
+            _show_pil(obj)
+        else:
+            print(repr(obj))
+
+
+def _open_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    return [plt.figure(num) for num in plt.get_fignums()]
+
+
+def _show(*args, **kwargs):
+    """plt.show(): every open figure becomes an image, in creation order, and
+    is closed (as in a notebook)."""
+    plt = sys.modules["matplotlib.pyplot"]
+    for fig in _open_figures():
+        if id(fig) not in _displayed:
+            _show_figure(fig)
+        plt.close(fig)
+
+
+def _send_last_value(value):
+    if value is None:
+        return
+    if _is_figure(value) or _is_pil_image(value):
+        display(value)
+        return
+    try:
+        text = repr(value)
+    except BaseException:
+        _print_exception()
+        return
+    data = text.encode("utf-8", "surrogateescape")
+    cap = _limits.get("max_result_bytes", 16384)
+    _send("result", {"truncated": len(data) > cap}, data[:cap])
+
+
+def _send_figures_left_open():
+    for fig in _open_figures():
+        if id(fig) not in _displayed:
+            _show_figure(fig)
+
+
+def _send_out_files(workdir):
+    root = os.path.join(workdir, "out")
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return
+    except OSError:
+        return
+    found = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append((os.path.relpath(path, workdir), st.st_size))
+    max_files = _limits.get("max_out_files", 16)
+    room = _limits.get("max_out_bytes", 8 << 20)
+    sent, omitted = 0, []
+    for rel, size in found:
+        if sent >= max_files:
+            omitted.append({"path": rel, "bytes": size, "why": "count"})
+            continue
+        if size > room:
+            omitted.append({"path": rel, "bytes": size, "why": "bytes"})
+            continue
+        try:
+            with open(os.path.join(workdir, rel), "rb") as f:
+                data = f.read(room + 1)
+        except OSError:
+            continue
+        if len(data) > room:
+            omitted.append({"path": rel, "bytes": len(data), "why": "bytes"})
+            continue
+        room -= len(data)
+        sent += 1
+        _send("file", {"path": rel}, data)
+    if omitted:
+        _send("files_omitted", {"files": omitted[:100], "count": len(omitted)})
+
+
+def _send_step(step):
+    try:
+        step()
+    except BaseException:
+        _print_exception()
+
+
+def _write_input_files(workdir, files):
+    # The supervisor checked every path; checked again here, and written
+    # without following links.
+    for rel, data in files:
+        parts = rel.split("/")
+        if rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+            raise ValueError("bad input file path %r" % rel)
+        if len(parts) > 1:
+            os.makedirs(os.path.join(workdir, *parts[:-1]), exist_ok=True)
+        fd = os.open(os.path.join(workdir, rel),
+                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(fd, "wb") as f:
+            f.write(data)
+
+
+# --- Streams kept flushed ---
+
+# The runner's native flusher thread (embed/python.cc) calls
+# _flush_streams() every 50 ms, so that what the code printed before a
+# deadline, a kill or a crash is in the pipe without making every print a
+# write. It takes the GIL only then, so the code never waits for it; and a
+# fork never happens mid-flush (a child would inherit a held buffer lock).
+_flush_lock = threading.Lock()
+
+
+def _flush_streams():
+    with _flush_lock:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+
+
+def _guard_flush_across_fork():
+    os.register_at_fork(before=_flush_lock.acquire, after_in_parent=_flush_lock.release,
+                        after_in_child=_flush_lock.release)
+
+
+def _crash_flush():
+    """Called by the native crash handler (a fatal signal): best effort."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _execute(code, main):
+    """Runs the code; the value of a last expression statement is sent as the
+    result (a figure or image shown), as a notebook cell does."""
+    tree = compile(code, MAIN_FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+    exec(compile(tree, MAIN_FILENAME, "exec", dont_inherit=True), main.__dict__)
+    if last is not None:
+        expr = ast.Expression(last.value)
+        value = eval(compile(expr, MAIN_FILENAME, "eval", dont_inherit=True), main.__dict__)
+        _send_last_value(value)
+
+
+def run(code, workdir, results_fd=-1, limits=None, files=()):
     """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
     reason is "memory" when an uncaught MemoryError ended the run, else ""."""
+    global _results_fd, _limits
+    _results_fd, _limits = results_fd, dict(limits or {})
     _reset_streams()
+    _guard_flush_across_fork()
     _reseed()
     _set_environment(workdir)
+    builtins.display = display
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.show = _show
     # `python3 main.py` puts the script's folder first on sys.path: modules
     # the snippet writes into its working directory are importable.
     sys.path.insert(0, workdir)
     main = _fresh_main(code)
     status, reason = 0, ""
     try:
-        exec(compile(code, MAIN_FILENAME, "exec"), main.__dict__)
+        _write_input_files(workdir, files)
+        _execute(code, main)
     except SystemExit as exc:
         status = _system_exit_status(exc)
     except BaseException as exc:
@@ -264,4 +544,12 @@ def run(code, workdir):
         status = 1
         if isinstance(exc, MemoryError):
             reason = "memory"
-    return _finish(status), reason
+    # Figures first: matplotlib's own atexit hook (run by _finish) destroys
+    # every figure. Files after, so that what exit handlers and the last
+    # threads write is in out/ too.
+    _send_step(_send_figures_left_open)
+    status = _finish(status)
+    _send_step(lambda: _send_out_files(workdir))
+    if _counts["images_omitted"]:
+        _send("images_omitted", {"count": _counts["images_omitted"]})
+    return status, reason

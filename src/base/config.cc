@@ -114,8 +114,8 @@ const std::vector<Option>& Options() {
        IntField(&Config::max_queue, 0, 100000)},
       {"MCP_EXEC_MAX_CODE_BYTES", "--max-code-bytes", Default(&Config::max_code_bytes), "bytes",
        "cap on a call's code, in UTF-8 bytes", IntField(&Config::max_code_bytes, 1, 64 * kMiB)},
-      {"MCP_EXEC_MAX_REQUEST_BYTES", "--max-request-bytes", "6 x (code + stdin caps) + 64 KiB",
-       "bytes", "cap on one JSON-RPC message",
+      {"MCP_EXEC_MAX_REQUEST_BYTES", "--max-request-bytes",
+       "6 x (code + stdin + input-file caps) + 64 KiB", "bytes", "cap on one JSON-RPC message",
        IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
       {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", Config{}.workdir_root, "",
        "where the runs' private working directories are made",
@@ -135,6 +135,30 @@ const std::vector<Option>& Options() {
        IntField(&Config::max_processes, 8, 1000000)},
       {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", Default(&Config::max_open_files), "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
+      {"MCP_EXEC_TAIL_BYTES", "--tail-bytes", Default(&Config::tail_bytes), "bytes",
+       "the last bytes of a stream that lost bytes to the cap, returned as stdout_tail / "
+       "stderr_tail",
+       IntField(&Config::tail_bytes, 0, kMiB)},
+      {"MCP_EXEC_MAX_IMAGES", "--max-images", Default(&Config::max_images), "images",
+       "figures and images a run returns (plt.show(), display(), open figures at the end)",
+       IntField(&Config::max_images, 0, 100)},
+      {"MCP_EXEC_MAX_IMAGE_BYTES", "--max-image-bytes", Default(&Config::max_image_bytes), "bytes",
+       "PNG size of one image; a larger figure is scaled down to fit",
+       IntField(&Config::max_image_bytes, 1024, 16 * kMiB)},
+      {"MCP_EXEC_MAX_OUT_FILES", "--max-out-files", Default(&Config::max_out_files), "files",
+       "files a run returns from out/ in its working directory",
+       IntField(&Config::max_out_files, 0, 1000)},
+      {"MCP_EXEC_MAX_OUT_BYTES", "--max-out-bytes", Default(&Config::max_out_bytes), "bytes",
+       "bytes of all out/ files a run returns together",
+       IntField(&Config::max_out_bytes, 0, 256 * kMiB)},
+      {"MCP_EXEC_MAX_RESULT_BYTES", "--max-result-bytes", Default(&Config::max_result_bytes),
+       "bytes", "the repr of the code's last expression, returned as result",
+       IntField(&Config::max_result_bytes, 0, 16 * kMiB)},
+      {"MCP_EXEC_MAX_IN_FILES", "--max-in-files", Default(&Config::max_in_files), "files",
+       "files a call may pass in `files`", IntField(&Config::max_in_files, 0, 10000)},
+      {"MCP_EXEC_MAX_IN_BYTES", "--max-in-bytes", Default(&Config::max_in_bytes), "bytes",
+       "bytes of all files a call passes in `files`, decoded",
+       IntField(&Config::max_in_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
        "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
        StringField(&Config::allowed_origins)},
@@ -177,7 +201,8 @@ std::string TransportName(Transport t) {
 
 int64_t EffectiveMaxRequestBytes(const Config& c) {
   if (c.max_request_bytes > 0) return c.max_request_bytes;
-  return 6 * (c.max_code_bytes + c.max_stdin_bytes) + int64_t{64} * 1024;
+  // Input files count too: base64 grows them by 4/3, escaping by up to 6.
+  return 6 * (c.max_code_bytes + c.max_stdin_bytes + c.max_in_bytes) + int64_t{64} * 1024;
 }
 
 std::map<std::string, std::string> EnvironmentMap(char** envp) {

@@ -33,6 +33,16 @@ struct Config {
   int64_t disk_limit_mb = 256;
   int64_t max_processes = 256;
   int64_t max_open_files = 1024;
+  // What comes back besides the streams.
+  int64_t tail_bytes = 4096;  // of a stream that lost bytes to the cap
+  int64_t max_images = 8;
+  int64_t max_image_bytes = 1048576;
+  int64_t max_out_files = 16;
+  int64_t max_out_bytes = 8388608;   // all out/ files of a run together
+  int64_t max_result_bytes = 16384;  // the repr of the last expression
+  // The caller's input files.
+  int64_t max_in_files = 64;
+  int64_t max_in_bytes = 4194304;  // all of them together, decoded
   // HTTP and SSE transports.
   std::string allowed_origins;  // comma-separated; empty: loopback origins when bound to loopback
   int64_t max_sessions = 256;

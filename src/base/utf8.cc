@@ -43,4 +43,17 @@ std::string RepairUtf8(std::string_view in) {
   return out;
 }
 
+bool IsValidUtf8(std::string_view in) { return RepairUtf8(in) == in; }
+
+std::string_view Utf8Tail(std::string_view in, size_t max) {
+  if (in.size() <= max) return in;
+  std::string_view tail = in.substr(in.size() - max);
+  size_t skip = 0;
+  while (skip < tail.size() && skip < 3 &&
+         (static_cast<unsigned char>(tail[skip]) & 0xC0) == 0x80) {
+    ++skip;
+  }
+  return tail.substr(skip);
+}
+
 }  // namespace mcpexec

@@ -10,4 +10,11 @@ namespace mcpexec {
 // U+10FFFF and cut sequences included) becomes one U+FFFD.
 std::string RepairUtf8(std::string_view in);
 
+// True when `in` is well-formed UTF-8 (RepairUtf8 would return it unchanged).
+bool IsValidUtf8(std::string_view in);
+
+// The last `max` bytes of `in`, starting on a character boundary (the
+// continuation bytes of a character cut by the window are dropped).
+std::string_view Utf8Tail(std::string_view in, size_t max);
+
 }  // namespace mcpexec

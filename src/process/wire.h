@@ -35,8 +35,26 @@ struct Header {
   int64_t value;
 };
 
-// Order of the fds that travel with kRun.
-enum RunFd { kStdin = 0, kStdout = 1, kStderr = 2, kStatus = 3, kCode = 4, kRunFdCount = 5 };
+// Order of the fds that travel with kRun. kResults: the runtime's figures,
+// files and last value, as records (python_runtime/mcp_exec_runtime.py);
+// kCode: a sealed memfd holding a RunBundle.
+enum RunFd {
+  kStdin = 0,
+  kStdout = 1,
+  kStderr = 2,
+  kStatus = 3,
+  kCode = 4,
+  kResults = 5,
+  kRunFdCount = 6
+};
+
+// What the code memfd holds: the code and the caller's input files, each
+// field a little-endian u32 length then its bytes: code, file count, then
+// per file its relative path and its content.
+std::string EncodeRunBundle(const std::string& code,
+                            const std::vector<std::pair<std::string, std::string>>& files);
+bool DecodeRunBundle(const std::string& bundle, std::string* code,
+                     std::vector<std::pair<std::string, std::string>>* files);
 
 // Fixed-size parameters of a run (no run data: no code, no stdin).
 struct RunParams {

@@ -31,6 +31,10 @@ struct ZygoteArgs {
   gid_t outer_gid = 0;
   // The limits of every run.
   int64_t memory_bytes = 0, disk_bytes = 0, max_processes = 0, max_open_files = 0;
+  // What the runtime sends back besides the streams (each is also enforced
+  // by the supervisor, which reads the results).
+  int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
+          max_result_bytes = 0;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).
   int64_t cgroup_version = 0;
   std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_why_not_memory, cgroup_why_not_pids;

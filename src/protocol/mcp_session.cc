@@ -208,8 +208,10 @@ void McpSession::StartToolCall(const json& id, const json& params) {
     calls_[key] = token;
     ++in_flight_;
   }
-  std::thread([this, id, key, token, work = std::get<ToolBackend::Work>(std::move(accepted))] {
-    json result = work(*token);
+  ToolBackend::Progress progress = MakeProgress(id, params, token);
+  std::thread([this, id, key, token, progress,
+               work = std::get<ToolBackend::Work>(std::move(accepted))] {
+    json result = work(*token, progress);
     // A cancelled request gets no response (MCP cancellation); one ended by
     // the server's shutdown is answered.
     if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
@@ -221,6 +223,25 @@ void McpSession::StartToolCall(const json& id, const json& params) {
     --in_flight_;
     idle_cv_.notify_all();
   }).detach();
+}
+
+ToolBackend::Progress McpSession::MakeProgress(const json& id, const json& params,
+                                               const std::shared_ptr<CancelToken>& token) {
+  const json meta = params.value("_meta", json::object());
+  if (!meta.is_object() || !meta.contains("progressToken")) return nullptr;
+  const json progress_token = meta["progressToken"];
+  if (!progress_token.is_string() && !progress_token.is_number_integer()) return nullptr;
+  // Only while the call runs and is wanted: never after its answer (the
+  // call thread sends both, in that order) nor once it is cancelled.
+  return [this, id, progress_token, token](double progress, const std::string& message) {
+    if (token->cancelled()) return;
+    json note = {
+        {"jsonrpc", "2.0"},
+        {"method", "notifications/progress"},
+        {"params",
+         {{"progressToken", progress_token}, {"progress", progress}, {"message", message}}}};
+    if (!related_ || !related_(note, id)) send_(note);
+  };
 }
 
 void McpSession::CancelAll(CancelReason why) {

@@ -31,9 +31,13 @@ class ToolBackend {
   // The name tools/call must give (ToolDescriptor()'s "name", without
   // building the whole descriptor on every call).
   virtual std::string ToolName() const = 0;
+  // Reports a running call's progress (MCP notifications/progress): an
+  // increasing number and a short message. Empty when the call asked for
+  // none (no _meta.progressToken).
+  using Progress = std::function<void(double progress, const std::string& message)>;
   // The work of one admitted call, run on the call's own thread; returns
   // its CallToolResult.
-  using Work = std::function<nlohmann::json(CancelToken& cancel)>;
+  using Work = std::function<nlohmann::json(CancelToken& cancel, const Progress& progress)>;
   // Checks a call's arguments and reserves room for it. Returns the work, or
   // the CallToolResult to answer at once (a tool error: bad arguments, at
   // capacity).
@@ -57,6 +61,12 @@ class McpSession {
  public:
   using Sender = std::function<void(const nlohmann::json&)>;
   McpSession(ToolBackend& backend, Sender send);
+  // A transport that can deliver a message on the stream of the request it
+  // belongs to (streamable HTTP) sets this; it returns false when it cannot,
+  // and the message then goes to the Sender.
+  using RelatedSender =
+      std::function<bool(const nlohmann::json& msg, const nlohmann::json& request_id)>;
+  void SetRelatedSender(RelatedSender related) { related_ = std::move(related); }
   ~McpSession();
 
   // A raw message: -32700 if it is not JSON.
@@ -80,8 +90,12 @@ class McpSession {
   void HandleNotification(const std::string& method, const nlohmann::json& params);
   void StartToolCall(const nlohmann::json& id, const nlohmann::json& params);
 
+  ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
+                                     const std::shared_ptr<CancelToken>& token);
+
   ToolBackend& backend_;
   Sender send_;
+  RelatedSender related_;
   std::atomic<bool> initialized_{false};
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

@@ -30,7 +30,7 @@ bool CloseRange(unsigned first, unsigned last, bool* fell_back) {
   return true;
 }
 
-// True when the only open fds are 0, 1, 2 and status_fd.
+// True when the only open fds are 0, 1, 2, status_fd and the results fd.
 bool OnlyExpectedOpen(int status_fd) {
   DIR* d = opendir("/proc/self/fd");
   if (!d) return false;
@@ -39,7 +39,7 @@ bool OnlyExpectedOpen(int status_fd) {
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     int fd = atoi(e->d_name);
-    if (fd > 2 && fd != status_fd && fd != self) ok = false;
+    if (fd > 2 && fd != status_fd && fd != ResultsFd(status_fd) && fd != self) ok = false;
   }
   closedir(d);
   return ok;
@@ -58,17 +58,19 @@ bool ApplyInRunner(const std::vector<int>& fds, int status_fd) {
   int moved[wire::kRunFdCount];
   for (int i = 0; i < wire::kRunFdCount; ++i) {
     moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
-    if (moved[i] < 0 || moved[i] == status_fd) return false;
+    if (moved[i] < 0 || moved[i] == status_fd || moved[i] == ResultsFd(status_fd)) return false;
   }
+  const int results_fd = ResultsFd(status_fd);
   if (dup2(moved[wire::kStdin], 0) < 0 || dup2(moved[wire::kStdout], 1) < 0 ||
-      dup2(moved[wire::kStderr], 2) < 0 || dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) < 0) {
+      dup2(moved[wire::kStderr], 2) < 0 || dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) < 0 ||
+      dup3(moved[wire::kResults], results_fd, O_CLOEXEC) < 0) {
     return false;
   }
   // Everything else goes. close_range's success is the kernel's word; after
   // the fallback, a check that none is left, so that a layer reporting
   // success really holds.
   bool fell_back = false;
-  if (!CloseRange(3, status_fd - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
+  if (!CloseRange(3, results_fd - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
     return false;
   }
   return !fell_back || OnlyExpectedOpen(status_fd);

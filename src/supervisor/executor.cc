@@ -18,7 +18,9 @@
 #include "base/fs_util.h"
 #include "base/log.h"
 #include "base/unique_fd.h"
+#include "base/utf8.h"
 #include "sandbox/layers.h"
+#include "supervisor/results.h"
 
 namespace mcpexec {
 
@@ -165,15 +167,18 @@ void Executor::Shutdown() {
 // The fds of one run: the supervisor's ends and the runner's (handed to the
 // zygote, then closed here).
 struct Executor::RunFds {
-  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, code;
+  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, res_r, res_w, code;
 
-  bool Make(const std::string& source) {
-    code = MakeCodeMemfd(source);
+  bool Make(const RunRequest& req) {
+    code = MakeCodeMemfd(wire::EncodeRunBundle(req.code, req.files));
     if (!code || !MakePipe(&in_r, &in_w, O_CLOEXEC) || !MakePipe(&out_r, &out_w, O_CLOEXEC) ||
-        !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC)) {
+        !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC) ||
+        !MakePipe(&res_r, &res_w, O_CLOEXEC)) {
       return false;
     }
-    for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r}) fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r, &res_r}) {
+      fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    }
     return true;
   }
   // The runner's copies, in wire::RunFd order.
@@ -184,11 +189,12 @@ struct Executor::RunFds {
     ends[wire::kStderr] = err_w.get();
     ends[wire::kStatus] = st_w.get();
     ends[wire::kCode] = code.get();
+    ends[wire::kResults] = res_w.get();
     return ends;
   }
   // The runner holds its own copies now; ours would keep the pipes open.
   void CloseRunnerEnds() {
-    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &code}) fd->Reset();
+    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &res_w, &code}) fd->Reset();
   }
 };
 
@@ -237,6 +243,9 @@ class StatusReader {
 // pipes close as soon as what the run left behind is killed.
 constexpr auto kKillGrace = std::chrono::seconds(5);
 constexpr auto kPipeGrace = std::chrono::seconds(2);
+// How often a call that asked for progress hears of its run.
+constexpr auto kProgressEvery = std::chrono::seconds(1);
+constexpr size_t kRecentBytes = 2048;
 
 }  // namespace
 
@@ -286,6 +295,16 @@ class Executor::ActiveRun {
   bool ended_ = false;
 };
 
+// One output stream: what is kept under the shared budget, and the last
+// bytes of all it carried (for the tail of a stream that lost bytes).
+struct Executor::Stream {
+  explicit Stream(std::string* into) : kept(into) {}
+  std::string* kept;
+  bool open = true;
+  bool lost = false;
+  std::string last;  // at most 2 x tail_bytes while the run goes
+};
+
 // The I/O of one launched run, until its runner is reaped and its output
 // pipes are closed: stdin fed, both streams read under one budget, the
 // status pipe read up to its bound, the deadline and cancellation enforced.
@@ -298,8 +317,14 @@ struct Executor::RunIo {
   RunOutcome& outcome;
   const Clock::time_point started_at;
   int64_t budget;
+  int64_t tail_bytes;
+  ResultsReader results;
+  Stream out, err;
+  const Progress& progress;
+  Clock::time_point next_progress{};
+  std::string recent{};  // the newest output of either stream, for progress
   StatusReader status{};
-  bool stdout_open = true, stderr_open = true, status_open = true;
+  bool status_open = true, results_open = true;
   bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
        stuck = false;
   bool oom_killed = false;
@@ -316,7 +341,8 @@ struct Executor::RunIo {
   }
 };
 
-std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel) {
+std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel,
+                                                    const Progress& progress) {
   const auto queued_at = Clock::now();
   if (auto refused = AcquireSlot(cancel)) return *refused;
   // From here on the slot is ours until the answer is ready: it goes back
@@ -329,7 +355,7 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   Workdir workdir;
   RunFds fds;
   std::optional<std::string> error = PrepareWorkdir(&workdir);
-  if (!error && !fds.Make(req.code)) error = std::string("pipes: ") + strerror(errno);
+  if (!error && !fds.Make(req)) error = std::string("pipes: ") + strerror(errno);
   std::shared_ptr<RunSlot> slot = error ? nullptr : RunSlot::Make();
   if (!error && !slot) error = std::string("eventfd: ") + strerror(errno);
   if (error) {
@@ -340,7 +366,22 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
   if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) return *refused;
 
-  RunIo io{run_id, req, cancel, *slot, fds, outcome, started_at, config_.max_output_bytes};
+  ResultLimits limits{config_.max_images, config_.max_image_bytes, config_.max_out_files,
+                      config_.max_out_bytes, config_.max_result_bytes};
+  RunIo io{run_id,
+           req,
+           cancel,
+           *slot,
+           fds,
+           outcome,
+           started_at,
+           config_.max_output_bytes,
+           config_.tail_bytes,
+           ResultsReader(limits),
+           Stream(&outcome.stdout_data),
+           Stream(&outcome.stderr_data),
+           progress};
+  io.next_progress = started_at + kProgressEvery;
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
   active.End();
@@ -396,7 +437,7 @@ std::optional<std::string> Executor::Handover(uint64_t run_id, const RunRequest&
 
 void Executor::PumpUntilEnded(RunIo& io) {
   const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
-  while (!io.exited || io.stdout_open || io.stderr_open) {
+  while (!io.exited || io.out.open || io.err.open || io.results_open) {
     auto now = Clock::now();
     if (!io.killed && now >= deadline) {
       io.timed_out = true;
@@ -407,14 +448,17 @@ void Executor::PumpUntilEnded(RunIo& io) {
       break;
     }
     if (io.exited && now >= io.pipe_deadline) break;
+    if (io.progress && now >= io.next_progress) ReportProgress(io);
     auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
+    if (io.progress) until = std::min(until, io.next_progress);
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
 
-    enum { kOut, kErr, kStatus, kStdin, kCancel, kWake, kCount };
+    enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kCount };
     pollfd p[kCount] = {
-        {io.stdout_open ? io.fds.out_r.get() : -1, POLLIN, 0},
-        {io.stderr_open ? io.fds.err_r.get() : -1, POLLIN, 0},
+        {io.out.open ? io.fds.out_r.get() : -1, POLLIN, 0},
+        {io.err.open ? io.fds.err_r.get() : -1, POLLIN, 0},
         {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
+        {io.results_open ? io.fds.res_r.get() : -1, POLLIN, 0},
         {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
         {io.cancel.fd(), POLLIN, 0},
         {io.slot.wake_fd(), POLLIN, 0},
@@ -423,8 +467,12 @@ void Executor::PumpUntilEnded(RunIo& io) {
     if (rc < 0 && errno != EINTR) break;
     if (rc <= 0) continue;
 
-    if (p[kOut].revents) Drain(io, io.fds.out_r.get(), &io.outcome.stdout_data, &io.stdout_open);
-    if (p[kErr].revents) Drain(io, io.fds.err_r.get(), &io.outcome.stderr_data, &io.stderr_open);
+    if (p[kOut].revents) Drain(io, io.fds.out_r.get(), io.out);
+    if (p[kErr].revents) Drain(io, io.fds.err_r.get(), io.err);
+    if (p[kResults].revents && !io.results.Read(io.fds.res_r.get())) {
+      io.results_open = false;
+      io.fds.res_r.Reset();
+    }
     if (p[kStatus].revents && !io.status.Read(io.fds.st_r.get())) {
       io.status_open = false;
       io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
@@ -439,24 +487,38 @@ void Executor::PumpUntilEnded(RunIo& io) {
   }
   // What the status pipe still holds (the verdict of a run that ended fast).
   if (io.status_open) io.status.Read(io.fds.st_r.get());
+  if (io.results_open) io.results.Read(io.fds.res_r.get());
   io.fds.in_w.Reset();
 }
 
-void Executor::Drain(RunIo& io, int fd, std::string* into, bool* open) {
+void Executor::Drain(RunIo& io, int fd, Stream& s) {
   char buf[65536];
+  const auto tail = static_cast<size_t>(io.tail_bytes);
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n > 0) {
       io.outcome.output_bytes += n;
       int64_t keep = std::min<int64_t>(n, io.budget);
       if (keep > 0) {
-        into->append(buf, keep);
+        s.kept->append(buf, keep);
         io.budget -= keep;
       }
-      if (keep < n) io.outcome.truncated = true;  // read on and drop: never block the writer
+      if (keep < n) {
+        io.outcome.truncated = true;  // read on and drop: never block the writer
+        s.lost = true;
+      }
+      if (tail > 0) {
+        s.last.append(buf, static_cast<size_t>(n));
+        if (s.last.size() > 2 * tail) s.last.erase(0, s.last.size() - tail);
+      }
+      if (io.progress) {
+        io.recent.append(buf, static_cast<size_t>(n));
+        if (io.recent.size() > 2 * kRecentBytes)
+          io.recent.erase(0, io.recent.size() - kRecentBytes);
+      }
       continue;
     }
-    if (n == 0) *open = false;
+    if (n == 0) s.open = false;
     if (n < 0 && errno == EINTR) continue;
     return;
   }
@@ -470,6 +532,26 @@ void Executor::FeedStdin(RunIo& io) {
   if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) {
     io.fds.in_w.Reset();
   }
+}
+
+// The seconds elapsed and the newest output lines (at most 5 and 512 bytes).
+void Executor::ReportProgress(RunIo& io) {
+  io.next_progress += kProgressEvery;
+  const auto now = Clock::now();
+  if (io.next_progress < now) io.next_progress = now + kProgressEvery;
+  std::string_view recent = io.recent;
+  while (!recent.empty() && recent.back() == '\n') recent.remove_suffix(1);
+  size_t start = 0;
+  int newlines = 0;
+  for (size_t i = recent.size(); i-- > 0;) {
+    if (recent[i] == '\n' && ++newlines == 5) {
+      start = i + 1;
+      break;
+    }
+  }
+  std::string newest = RepairUtf8(Utf8Tail(recent.substr(start), 512));
+  io.progress(std::chrono::duration<double>(now - io.started_at).count(),
+              newest.empty() ? "(no output yet)" : newest);
 }
 
 void Executor::OnSlotChanged(RunIo& io) {
@@ -509,6 +591,12 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
   if (!v->ok) return std::string("the sandbox could not lock this run down: ") + v->error;
   o.lockdown_us = v->lockdown_us;
   o.lockdown_ahead_us = v->ahead_us;
+  const auto tail = static_cast<size_t>(io.tail_bytes);
+  o.stdout_lost = io.out.lost;
+  o.stderr_lost = io.err.lost;
+  if (io.out.lost) o.stdout_tail = std::string(Utf8Tail(io.out.last, tail));
+  if (io.err.lost) o.stderr_tail = std::string(Utf8Tail(io.err.last, tail));
+  io.results.Finish(&o);
   if (WIFSIGNALED(io.wait_status)) {
     o.signal = WTERMSIG(io.wait_status);
     o.exit_code = -1;

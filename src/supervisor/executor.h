@@ -42,7 +42,11 @@ class Executor {
 
   // Admission must have succeeded (Scheduler::Admit) before. Blocks until the
   // run is over. Returns the result, or a tool-error message.
-  std::variant<RunOutcome, std::string> Run(const RunRequest& req, CancelToken& cancel);
+  // progress, when set, is called about once a second while the run goes
+  // with the seconds elapsed and its newest output lines.
+  using Progress = std::function<void(double seconds, const std::string& newest_output)>;
+  std::variant<RunOutcome, std::string> Run(const RunRequest& req, CancelToken& cancel,
+                                            const Progress& progress = nullptr);
 
   // Gives back an admitted place without running (the run was refused).
   void Withdraw() { scheduler_.Withdraw(); }
@@ -55,6 +59,7 @@ class Executor {
  private:
   using Clock = std::chrono::steady_clock;
   struct RunFds;
+  struct Stream;
   struct RunIo;
   class Workdir;
   class ActiveRun;
@@ -69,8 +74,9 @@ class Executor {
   void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed);
   // Within the pump.
   void FeedStdin(RunIo& io);
-  void Drain(RunIo& io, int fd, std::string* into, bool* open);
+  void Drain(RunIo& io, int fd, Stream& s);
   void OnSlotChanged(RunIo& io);
+  void ReportProgress(RunIo& io);
 
   struct Cleanup {
     uint64_t run_id;

@@ -15,6 +15,24 @@ struct RunRequest {
   std::string code;
   std::string stdin_data;
   int64_t timeout_s = 0;  // wall clock; the tool has defaulted and clamped it
+  // Written into the working directory before the code runs: relative path
+  // (checked by the tool), content.
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+// An image or a file the run sent back on its results channel, checked and
+// bounded by the supervisor.
+struct RunArtifact {
+  std::string name;  // a file's path relative to the working directory ("out/a.csv")
+  std::string mime;  // an image's type (only image/png)
+  std::string data;
+};
+
+// Something the run would have sent past a bound.
+struct OmittedFile {
+  std::string path;
+  int64_t bytes = 0;
+  std::string why;  // "count" or "bytes"
 };
 
 // How a run that did start came to its end.
@@ -47,6 +65,17 @@ struct RunOutcome {
   int64_t queue_ms = 0;
   // The lockdown's cost on the request's path and ahead of it.
   int32_t lockdown_us = 0, lockdown_ahead_us = 0;
+  // The last bytes of a stream that lost bytes to the budget.
+  bool stdout_lost = false, stderr_lost = false;
+  std::string stdout_tail, stderr_tail;
+  // From the results channel.
+  std::vector<RunArtifact> images;  // in the order the run showed them
+  std::vector<RunArtifact> files;   // out/ files, sorted by path
+  int64_t images_omitted = 0;
+  std::vector<OmittedFile> files_omitted;
+  int64_t files_omitted_count = 0;  // may exceed files_omitted.size()
+  bool has_result = false, result_truncated = false;
+  std::string result;  // repr of the last expression
 };
 
 // What the zygote reports about its interpreter (python version, packages)

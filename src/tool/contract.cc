@@ -1,9 +1,12 @@
 #include "tool/contract.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
+#include "base/base64.h"
 #include "base/utf8.h"
 #include "protocol/mcp_session.h"
 
@@ -22,6 +25,23 @@ const std::vector<std::string>& ExecReasons() {
   return kReasons;
 }
 
+namespace {
+
+json FilesSchema() {
+  json base64 = {{"type", "object"},
+                 {"properties", {{"base64", {{"type", "string"}}}}},
+                 {"required", {"base64"}},
+                 {"additionalProperties", false}};
+  json content = {{"anyOf", json::array({{{"type", "string"}}, base64})}};
+  return {{"type", "object"},
+          {"description",
+           "files written into the working directory before the code runs: relative path "
+           "(subfolders are created) -> content, a string (UTF-8 text) or {\"base64\": \"...\"}"},
+          {"additionalProperties", content}};
+}
+
+}  // namespace
+
 json ExecInputSchema() {
   return {
       {"type", "object"},
@@ -32,7 +52,8 @@ json ExecInputSchema() {
           {"description",
            "wall-clock timeout in seconds (0 or absent: the default; "
            "clamped to 1..max)"}}},
-        {"stdin", {{"type", "string"}, {"description", "text fed to the program's stdin"}}}}},
+        {"stdin", {{"type", "string"}, {"description", "text fed to the program's stdin"}}},
+        {"files", FilesSchema()}}},
       {"required", {"code"}},
       {"additionalProperties", false},
   };
@@ -59,7 +80,48 @@ json ExecOutputSchema() {
            "file_size (a file grew past the disk limit, SIGXFSZ), seccomp (a forbidden system "
            "call, SIGSYS), signal (another signal; see signal), cancelled (the client cancelled "
            "the call), shutdown (the server stopped during the run; the output so far is kept)"}}},
-        {"queue_ms", {{"type", "integer"}, {"description", "time spent waiting for a slot"}}}}},
+        {"queue_ms", {{"type", "integer"}, {"description", "time spent waiting for a slot"}}},
+        {"stdout_tail",
+         {{"type", "string"},
+          {"description",
+           "present when stdout lost bytes to the shared budget: its last bytes "
+           "(MCP_EXEC_TAIL_BYTES), where the error or the final answer usually is"}}},
+        {"stderr_tail",
+         {{"type", "string"},
+          {"description", "present when stderr lost bytes to the shared budget: its last bytes"}}},
+        {"result",
+         {{"type", "string"},
+          {"description",
+           "repr of the code's last expression when it is not None, as a notebook cell shows "
+           "it (a figure or image there is returned as an image instead)"}}},
+        {"result_truncated",
+         {{"type", "boolean"}, {"description", "result was cut at MCP_EXEC_MAX_RESULT_BYTES"}}},
+        {"images",
+         {{"type", "integer"},
+          {"description",
+           "image content items returned after the text item (plt.show(), display(), figures "
+           "open at the end), in the order shown"}}},
+        {"images_omitted",
+         {{"type", "integer"},
+          {"description", "images left out: past MCP_EXEC_MAX_IMAGES, or too big even scaled"}}},
+        {"files",
+         {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"description",
+           "paths of the out/ files returned as embedded resources (uri file:///out/...)"}}},
+        {"files_omitted",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"path", {{"type", "string"}}},
+              {"bytes", {{"type", "integer"}}},
+              {"why", {{"type", "string"}, {"enum", {"count", "bytes"}}}}}}}},
+          {"description",
+           "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
+           "MCP_EXEC_MAX_OUT_BYTES (bytes); at most 100 listed"}}},
+        {"files_omitted_count",
+         {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
   };
 }
@@ -77,8 +139,8 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   for (size_t i = 0; i < rt.packages.size(); ++i) {
     o << (i ? ", " : "") << rt.packages[i].first << " " << rt.packages[i].second;
   }
-  o << " (already imported: importing them is instant; matplotlib uses the Agg backend, save "
-       "figures to files).";
+  o << " (already imported: importing them is instant; matplotlib uses the Agg backend and "
+       "plt.show() returns the figures as images).";
   // The numbers a call really gets: a default above the cap is the cap.
   o << " Limits: timeout_s defaults to " << ClampTimeout(std::nullopt, c) << " s and is capped at "
     << c.max_timeout_s << " s; memory " << c.memory_limit_mb
@@ -86,6 +148,18 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << c.disk_limit_mb << " MiB; stdout and stderr share one budget of " << c.max_output_bytes
     << " bytes (the rest is dropped and truncated is true); stdin at most " << c.max_stdin_bytes
     << " bytes; code at most " << c.max_code_bytes << " bytes.";
+  o << " Besides stdout: the value of a last expression comes back as result (as in a "
+       "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
+       "image) come back as PNG images (at most "
+    << c.max_images << ", each at most " << c.max_image_bytes
+    << " bytes, scaled down to fit); files the code writes under out/ come back as resources "
+       "(at most "
+    << c.max_out_files << " files, " << c.max_out_bytes
+    << " bytes together); `files` writes input files first (at most " << c.max_in_files
+    << " files, " << c.max_in_bytes
+    << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
+       "last "
+    << c.tail_bytes << " bytes.";
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;
   o << " A non-zero exit, an exception or a timeout is a normal result, not an error.";
   return o.str();
@@ -175,6 +249,78 @@ int64_t ClampTimeout(std::optional<int64_t> requested, const Config& c) {
   return t;
 }
 
+namespace {
+
+// A path of `files`: relative, no empty, "." or ".." part, no NUL.
+std::optional<std::string> CheckInputPath(const std::string& path) {
+  if (path.empty()) return std::string("files: an empty path");
+  const std::string quoted = "files: \"" + RepairUtf8(path) + "\" ";
+  if (path.find('\0') != std::string::npos) return quoted + "holds a NUL byte";
+  if (path.front() == '/')
+    return quoted + "is absolute; give a path relative to the working directory";
+  if (path.size() > 1024) return quoted + "is longer than 1024 bytes";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(start, end - start);
+    if (part.empty()) return quoted + "has an empty part (a trailing or double /)";
+    if (part == "..") return quoted + "leaves the working directory (..)";
+    if (part == ".") return quoted + "has a . part";
+    if (part.size() > 255) return quoted + "has a part longer than 255 bytes";
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> ValidateFiles(const json& files, const Config& c,
+                                         std::vector<std::pair<std::string, std::string>>* out) {
+  if (!files.is_object()) {
+    return std::string("files must be an object of path -> content, not ") + files.type_name();
+  }
+  if (static_cast<int64_t>(files.size()) > c.max_in_files) {
+    return "files has " + std::to_string(files.size()) + " entries; the limit is " +
+           std::to_string(c.max_in_files) + " (MCP_EXEC_MAX_IN_FILES)";
+  }
+  int64_t total = 0;
+  for (auto it = files.begin(); it != files.end(); ++it) {
+    const std::string& path = it.key();
+    if (auto err = CheckInputPath(path)) return err;
+    const std::string quoted = "files: \"" + path + "\" ";
+    std::string data;
+    if (it->is_string()) {
+      data = it->get<std::string>();
+    } else if (it->is_object() && it->size() == 1 && it->contains("base64") &&
+               (*it)["base64"].is_string()) {
+      auto decoded = Base64Decode((*it)["base64"].get<std::string>());
+      if (!decoded) return quoted + "is not valid base64 (standard alphabet, padded, no spaces)";
+      data = std::move(*decoded);
+    } else {
+      return quoted + "must be a string or {\"base64\": \"...\"}, not " +
+             (it->is_object() ? std::string("another object") : it->type_name());
+    }
+    total += static_cast<int64_t>(data.size());
+    if (total > c.max_in_bytes) {
+      return quoted + "passes the limit of " + std::to_string(c.max_in_bytes) +
+             " bytes for all files together (MCP_EXEC_MAX_IN_BYTES)";
+    }
+    out->emplace_back(path, std::move(data));
+  }
+  // A file cannot also be a folder of another.
+  for (const auto& [path, data] : *out) {
+    for (size_t slash = path.find('/'); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      const std::string folder = path.substr(0, slash);
+      if (files.contains(folder)) {
+        return "files: \"" + folder + "\" is a file and also a folder of \"" + path + "\"";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, const Config& c) {
   static const json kEmpty = json::object();
   const json& a = args.is_object() ? args : kEmpty;
@@ -186,8 +332,9 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   }
   // 2. unknown arguments, then types
   for (auto it = a.begin(); it != a.end(); ++it) {
-    if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin") {
-      return "unknown argument: " + it.key() + " (accepted: code, timeout_s, stdin)";
+    if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
+        it.key() != "files") {
+      return "unknown argument: " + it.key() + " (accepted: code, timeout_s, stdin, files)";
     }
   }
   std::optional<int64_t> timeout;
@@ -213,6 +360,10 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   }
   // 4. timeout: never rejected
   req.timeout_s = ClampTimeout(timeout, c);
+  // Ours: the input files.
+  if (auto it = a.find("files"); it != a.end()) {
+    if (auto err = ValidateFiles(*it, c, &req.files)) return *err;
+  }
   return req;
 }
 
@@ -228,13 +379,88 @@ json StructuredResult(const ExecResult& r) {
   };
   if (r.signal) j["signal"] = r.signal;
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.stdout_lost) j["stdout_tail"] = RepairUtf8(r.stdout_tail);
+  if (r.stderr_lost) j["stderr_tail"] = RepairUtf8(r.stderr_tail);
+  if (r.has_result) {
+    j["result"] = RepairUtf8(r.result);
+    if (r.result_truncated) j["result_truncated"] = true;
+  }
+  if (!r.images.empty() || r.images_omitted > 0) {
+    j["images"] = r.images.size();
+    j["images_omitted"] = r.images_omitted;
+  }
+  if (!r.files.empty() || r.files_omitted_count > 0) {
+    json names = json::array();
+    for (const RunArtifact& f : r.files) names.push_back(f.name);
+    j["files"] = names;
+    json omitted = json::array();
+    for (const OmittedFile& f : r.files_omitted) {
+      omitted.push_back({{"path", f.path}, {"bytes", f.bytes}, {"why", f.why}});
+    }
+    j["files_omitted"] = omitted;
+    // The list names at most 100; the count is all of them.
+    j["files_omitted_count"] = std::max<int64_t>(r.files_omitted_count, omitted.size());
+  }
   return j;
+}
+
+std::string MimeTypeForPath(const std::string& path) {
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {".csv", "text/csv"},
+      {".tsv", "text/tab-separated-values"},
+      {".txt", "text/plain"},
+      {".log", "text/plain"},
+      {".md", "text/markdown"},
+      {".html", "text/html"},
+      {".htm", "text/html"},
+      {".css", "text/css"},
+      {".js", "text/javascript"},
+      {".py", "text/x-python"},
+      {".json", "application/json"},
+      {".jsonl", "application/jsonl"},
+      {".xml", "application/xml"},
+      {".yaml", "application/yaml"},
+      {".yml", "application/yaml"},
+      {".toml", "application/toml"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},
+      {".webp", "image/webp"},
+      {".pdf", "application/pdf"},
+      {".zip", "application/zip"},
+      {".gz", "application/gzip"},
+      {".parquet", "application/vnd.apache.parquet"},
+      {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+  };
+  std::string lower = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const auto& [ext, type] : kTypes) {
+    size_t n = strlen(ext);
+    if (lower.size() > n && lower.compare(lower.size() - n, n, ext) == 0) return type;
+  }
+  return "application/octet-stream";
 }
 
 json ToolResult(const ExecResult& r) {
   json structured = StructuredResult(r);
+  json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
+  for (const RunArtifact& img : r.images) {
+    content.push_back(
+        {{"type", "image"}, {"data", Base64Encode(img.data)}, {"mimeType", img.mime}});
+  }
+  for (const RunArtifact& f : r.files) {
+    json resource = {{"uri", "file:///" + f.name}, {"mimeType", MimeTypeForPath(f.name)}};
+    if (IsValidUtf8(f.data)) {
+      resource["text"] = f.data;
+    } else {
+      resource["blob"] = Base64Encode(f.data);
+    }
+    content.push_back({{"type", "resource"}, {"resource", resource}});
+  }
   return {
-      {"content", json::array({{{"type", "text"}, {"text", structured.dump()}}})},
+      {"content", content},
       {"structuredContent", structured},
       {"isError", false},
   };

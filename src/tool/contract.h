@@ -18,6 +18,8 @@ struct ExecRequest {
   std::string code;
   std::string stdin_data;
   int64_t timeout_s = 0;  // already defaulted and clamped
+  // `files`: relative path -> content (decoded), checked.
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 struct ExecResult {
@@ -32,7 +34,18 @@ struct ExecResult {
   std::string reason;  // "", "timeout", "signal", "cancelled", ...
   int64_t queue_ms = 0;
   int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
+  // What comes back besides the streams (all optional extras).
+  bool stdout_lost = false, stderr_lost = false;
+  std::string stdout_tail, stderr_tail;  // raw bytes, repaired when serialized
+  bool has_result = false, result_truncated = false;
+  std::string result;
+  std::vector<RunArtifact> images, files;
+  int64_t images_omitted = 0, files_omitted_count = 0;
+  std::vector<OmittedFile> files_omitted;
 };
+
+// The MIME type an out/ file is returned with, from its name.
+std::string MimeTypeForPath(const std::string& path);
 
 const char* ExecToolName();
 // Every value the result's `reason` can take.
@@ -46,6 +59,11 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
 // Returns the request, or the tool-error message.
 std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& args,
                                                              const Config& c);
+
+// `files` of a call: each path checked, each content decoded, within the
+// count and byte caps; the tool-error message names the path.
+std::optional<std::string> ValidateFiles(const nlohmann::json& files, const Config& c,
+                                         std::vector<std::pair<std::string, std::string>>* out);
 
 // Timeout rule 4 of the contract, on a value already known to be an integer.
 int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);

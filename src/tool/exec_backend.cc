@@ -57,12 +57,13 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments)
                      " runs executing and " + std::to_string(scheduler_.max_queued()) +
                      " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly");
   }
-  return Work([this, req = std::get<ExecRequest>(std::move(validated))](CancelToken& cancel) {
-    return Execute(req, cancel);
+  return Work([this, req = std::get<ExecRequest>(std::move(validated))](CancelToken& cancel,
+                                                                        const Progress& progress) {
+    return Execute(req, cancel, progress);
   });
 }
 
-json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel) {
+json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress) {
   // Fail closed: without its required layers the sandbox runs nothing.
   std::string refusal = SandboxRefusal(zygote_.report());
   if (!refusal.empty()) {
@@ -70,13 +71,13 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel) {
     return ToolError("this server refuses to run code: " + refusal +
                      ". Run `mcp-exec doctor` for details.");
   }
-  auto outcome = executor_.Run(ToRunRequest(req), cancel);
+  auto outcome = executor_.Run(ToRunRequest(req), cancel, progress);
   if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
   return ToolResult(ToExecResult(std::get<RunOutcome>(std::move(outcome))));
 }
 
 RunRequest ToRunRequest(const ExecRequest& req) {
-  return RunRequest{req.code, req.stdin_data, req.timeout_s};
+  return RunRequest{req.code, req.stdin_data, req.timeout_s, req.files};
 }
 
 ExecResult ToExecResult(RunOutcome o) {
@@ -91,6 +92,18 @@ ExecResult ToExecResult(RunOutcome o) {
   r.reason = RunEndName(o.end);
   r.queue_ms = o.queue_ms;
   r.output_bytes = o.output_bytes;
+  r.stdout_lost = o.stdout_lost;
+  r.stderr_lost = o.stderr_lost;
+  r.stdout_tail = std::move(o.stdout_tail);
+  r.stderr_tail = std::move(o.stderr_tail);
+  r.has_result = o.has_result;
+  r.result_truncated = o.result_truncated;
+  r.result = std::move(o.result);
+  r.images = std::move(o.images);
+  r.files = std::move(o.files);
+  r.images_omitted = o.images_omitted;
+  r.files_omitted_count = o.files_omitted_count;
+  r.files_omitted = std::move(o.files_omitted);
   return r;
 }
 

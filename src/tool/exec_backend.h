@@ -30,7 +30,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   void RecordHttpRefused(int status) override { metrics_.RecordHttpRefused(status); }
 
  private:
-  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel);
+  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress);
 
   const Config& config_;
   ZygoteClient& zygote_;

@@ -110,7 +110,13 @@ struct Waiter {
 class HttpSession {
  public:
   HttpSession(ToolBackend& backend, bool legacy)
-      : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {}
+      : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {
+    // Streamable HTTP: a request's progress goes on that request's stream.
+    if (!legacy_) {
+      mcp_.SetRelatedSender(
+          [this](const json& m, const json& request_id) { return ToRequestStream(m, request_id); });
+    }
+  }
 
   bool legacy() const { return legacy_; }
 
@@ -235,6 +241,19 @@ class HttpSession {
   std::atomic<int> streams{0};
 
  private:
+  bool ToRequestStream(const json& m, const json& request_id) {
+    std::shared_ptr<Waiter> w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = waiters_.find(request_id.dump());
+      if (it == waiters_.end()) return false;
+      w = it->second;
+    }
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (!w->stream || w->answered) return false;
+    w->stream->Write(SseEvent(m));
+    return true;
+  }
   void Route(const json& m) {
     const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
     std::shared_ptr<Waiter> w;

@@ -61,7 +61,8 @@ struct Zygote {
   std::deque<Spare> spares;
   std::vector<Spare> retired;  // spares killed unused, until reaped
   size_t want_spares = 1;
-  bool spare_fork_failed = false;  // retry on the next event, not in a loop
+  std::map<std::string, int64_t> output_limits;  // the runtime's, by name
+  bool spare_fork_failed = false;                // retry on the next event, not in a loop
   sandbox::Sandbox sandbox;
 };
 
@@ -159,6 +160,7 @@ void WriteVerdict(bool ok, const std::string& error) {
   }
   close(1);
   close(2);
+  close(sandbox::fds::ResultsFd(g_status_fd));
   close(g_status_fd);
   _exit(status);
 }
@@ -169,7 +171,9 @@ void WriteVerdict(bool ok, const std::string& error) {
                                 std::vector<UniqueFd> owned) {
   std::vector<int> fds;
   for (UniqueFd& fd : owned) fds.push_back(fd.Release());
-  std::string code = ReadAll(fds[wire::kCode]);
+  embed::RunInput input;
+  if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files)) _exit(126);
+  input.limits = z.output_limits;
   std::string error, cwd;
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -184,8 +188,10 @@ void WriteVerdict(bool ok, const std::string& error) {
   // into a tool error naming the layer.
   WriteVerdict(locked, error);
   if (!locked) Finish(125, wire::kReasonNone);
+  input.cwd = cwd;
+  input.results_fd = sandbox::fds::ResultsFd(g_status_fd);
   bool memory_error = false;
-  int status = embed::RunCode(code, cwd, &memory_error);
+  int status = embed::RunCode(input, &memory_error);
   Finish(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
 }
 
@@ -602,6 +608,7 @@ std::string WarmUp(Zygote& z) {
     SendFatal(z.control, error);
     _exit(1);
   }
+  embed::InstallCrashFlush();
   int tasks = CountTasks();
   if (tasks != 1) {
     SendFatal(z.control, "after warm-up the zygote runs " + std::to_string(tasks) +
@@ -638,6 +645,11 @@ int ZygoteMain(int argc, char** argv) {
   limits.disk_bytes = args.disk_bytes;
   limits.max_processes = args.max_processes;
   limits.max_open_files = args.max_open_files;
+  z.output_limits = {{"max_images", args.max_images},
+                     {"max_image_bytes", args.max_image_bytes},
+                     {"max_out_files", args.max_out_files},
+                     {"max_out_bytes", args.max_out_bytes},
+                     {"max_result_bytes", args.max_result_bytes}};
   fcntl(z.control, F_SETFD, FD_CLOEXEC);
   AdoptCgroupFds(z, args);
   BecomeZygote(z, args);

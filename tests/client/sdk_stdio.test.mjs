@@ -56,7 +56,9 @@ describe('mcp-exec over stdio with the MCP TypeScript SDK', () => {
     assert.equal(input.type, 'object');
     assert.deepEqual(input.required, ['code']);
     assert.equal(input.additionalProperties, false);
-    assert.deepEqual(Object.keys(input.properties).sort(), ['code', 'stdin', 'timeout_s']);
+    // The contract's three, and ours (optional): the input files.
+    assert.deepEqual(Object.keys(input.properties).sort(), ['code', 'files', 'stdin', 'timeout_s']);
+    assert.equal(input.properties.files.type, 'object');
     assert.equal(input.properties.code.type, 'string');
     assert.equal(input.properties.timeout_s.type, 'integer');
     assert.equal(input.properties.stdin.type, 'string');

@@ -9,6 +9,9 @@ me = os.getpid()
 own = {me}
 if me == 2 and os.getppid() == 1:
     own.add(1)
+# And our own threads (the runtime keeps one that flushes our streams): a
+# thread id opens in /proc like a pid, but it is this process, not another.
+own |= {int(t) for t in os.listdir("/proc/self/task")}
 readable = []
 try:
     visible = {int(n) for n in os.listdir("/proc") if n.isdigit()}

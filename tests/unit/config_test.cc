@@ -173,7 +173,8 @@ TEST(ConfigTest, RequestCapIsDerivedFromCodeAndStdinCaps) {
   Config c;
   c.max_code_bytes = 100;
   c.max_stdin_bytes = 50;
-  EXPECT_EQ(EffectiveMaxRequestBytes(c), 6 * 150 + 64 * 1024);
+  c.max_in_bytes = 25;
+  EXPECT_EQ(EffectiveMaxRequestBytes(c), 6 * 175 + 64 * 1024);
   c.max_request_bytes = 2048;
   EXPECT_EQ(EffectiveMaxRequestBytes(c), 2048);
 }

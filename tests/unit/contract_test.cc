@@ -125,7 +125,9 @@ TEST(ExecSchemaTest, InputSchemaIsTheContract) {
   EXPECT_EQ(s["properties"]["code"]["type"], "string");
   EXPECT_EQ(s["properties"]["timeout_s"]["type"], "integer");
   EXPECT_EQ(s["properties"]["stdin"]["type"], "string");
-  EXPECT_EQ(s["properties"].size(), 3u);
+  // Ours, optional (the contract allows extra fields): input files.
+  EXPECT_EQ(s["properties"]["files"]["type"], "object");
+  EXPECT_EQ(s["properties"].size(), 4u);
 }
 
 TEST(ExecSchemaTest, OutputSchemaRequiresTheSixFields) {

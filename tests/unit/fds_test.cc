@@ -35,12 +35,16 @@ int ApplyAndCountStrays(int errno_value) {
   if (!sandbox::fds::ApplyInRunner(fds, status_fd)) return 251;
   int left = 0;
   for (int fd : {strays[0], strays[1], strays[2], high}) {
-    if (fd > 2 && fd != status_fd && fcntl(fd, F_GETFD) >= 0) ++left;
+    if (fd > 2 && fd != status_fd && fd != sandbox::fds::ResultsFd(status_fd) &&
+        fcntl(fd, F_GETFD) >= 0) {
+      ++left;
+    }
   }
   for (int fd = 0; fd <= 2; ++fd) {
     if (fcntl(fd, F_GETFD) < 0) return 252;
   }
   if (fcntl(status_fd, F_GETFD) < 0) return 253;
+  if (fcntl(sandbox::fds::ResultsFd(status_fd), F_GETFD) < 0) return 254;
   return left;
 }
 

@@ -26,9 +26,8 @@ class FakeBackend : public ToolBackend {
     auto validated = ValidateExecArguments(arguments, config_);
     if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
     if (full) return ToolError("the server is at capacity");
-    return Work([this, req = std::get<ExecRequest>(validated)](CancelToken& cancel) {
-      return Execute(req, cancel);
-    });
+    return Work([this, req = std::get<ExecRequest>(validated)](
+                    CancelToken& cancel, const Progress&) { return Execute(req, cancel); });
   }
   virtual json Execute(const ExecRequest& req, CancelToken& cancel) {
     if (req.code == "block") {

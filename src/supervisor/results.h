@@ -1,0 +1,43 @@
+// The supervisor's end of a run's results channel: the records the runtime
+// writes (figures, out/ files, the last expression's value, what it left
+// out), read under one byte bound while the run goes and checked afterwards.
+// Nothing here trusts the run: a record of an unknown kind, a malformed
+// header, an image that is no PNG, a path outside out/, or anything past a
+// bound is dropped (and counted where the agent should know).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "supervisor/run.h"
+
+namespace mcpexec {
+
+struct ResultLimits {
+  int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
+          max_result_bytes = 0;
+  // The most the reader keeps: every bound plus room for the headers.
+  int64_t KeepBytes() const;
+};
+
+class ResultsReader {
+ public:
+  explicit ResultsReader(const ResultLimits& limits) : limits_(limits) {}
+  // Reads what is there (the fd is non-blocking); false at EOF or on error.
+  // Past KeepBytes() it reads on and drops, so the writer never blocks.
+  bool Read(int fd);
+  // Parses what was kept into the outcome.
+  void Finish(RunOutcome* out) const;
+
+ private:
+  void Take(const std::string& kind, const nlohmann::json& header, std::string payload,
+            RunOutcome* out, int64_t* out_bytes) const;
+  ResultLimits limits_;
+  std::string buf_;  // records past KeepBytes() are dropped whole or cut
+};
+
+// True for a relative path under out/ with no empty, "." or ".." part, no
+// NUL, at most 1024 bytes.
+bool IsOutFilePath(const std::string& path);
+
+}  // namespace mcpexec
