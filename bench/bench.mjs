@@ -4,7 +4,7 @@
 // (as the Go reference server does).
 //
 //   (cd tests/client && npm ci)   # the SDK, pinned once for tests and bench
-//   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3]
+//   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--only=print,pandas]
 //
 // The same settings can come from BENCH_N_MCP, BENCH_N_REF and BENCH_WARMUP
 // (flags win); MCP_EXEC_BIN selects the server binary. Calls are sequential
@@ -47,6 +47,25 @@ const SNIPPETS = [
     expect: 'True\n',
   },
   {
+    // Print-heavy code: 200,000 short lines. The run's streams are kept
+    // flushed (so that output survives a deadline or a crash) without making
+    // every print a write: this is what that costs.
+    name: 'print_flood',
+    code: 'for _ in range(200000):\n    print("x")\n',
+    expect: 'x\n'.repeat(200000),
+  },
+  {
+    // A figure returned as an MCP image item (plt.show()); the reference,
+    // which has no way to return one, saves the PNG to a file.
+    name: 'plot_image',
+    code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()\n',
+    refCode:
+      "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n" +
+      "plt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('plot.png')\n",
+    expect: '',
+    images: 1,
+  },
+  {
     // The acceptance's import check: all six packages, already imported in
     // the zygote; the reference pays the cold imports on every call.
     name: 'imports',
@@ -61,8 +80,17 @@ function settings() {
       'n-mcp': { type: 'string', default: process.env.BENCH_N_MCP ?? '30' },
       'n-ref': { type: 'string', default: process.env.BENCH_N_REF ?? '10' },
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
+      only: { type: 'string', default: process.env.BENCH_ONLY ?? '' },
     },
   });
+  // --only=print,pandas: a subset of the snippets (e.g. to compare with a
+  // build that predates some of them).
+  if (values.only) {
+    const keep = values.only.split(',');
+    const unknown = keep.filter((k) => !SNIPPETS.some((s) => s.name === k));
+    if (unknown.length) throw new Error(`--only: unknown snippet ${unknown.join(', ')}`);
+    SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => keep.includes(s.name)));
+  }
   const count = (name, min) => {
     const n = Number(values[name]);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${values[name]})`);
@@ -110,6 +138,12 @@ async function callMcpExec(client, snippet) {
     throw new Error(`mcp-exec ${snippet.name} failed: ${JSON.stringify(result)}`);
   }
   checkOutput('mcp-exec', snippet, out.stdout);
+  if (snippet.images !== undefined) {
+    const images = result.content.filter((c) => c.type === 'image' && c.mimeType === 'image/png');
+    if (images.length !== snippet.images) {
+      throw new Error(`mcp-exec ${snippet.name}: ${images.length} image items, expected ${snippet.images}`);
+    }
+  }
   return [elapsed, out.duration_ms];
 }
 
@@ -131,7 +165,7 @@ async function callReference(snippet) {
   const started = performance.now();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-ref-'));
   try {
-    await writeFile(path.join(dir, 'main.py'), snippet.code);
+    await writeFile(path.join(dir, 'main.py'), snippet.refCode ?? snippet.code);
     const run = await runProcess(REFERENCE_PYTHON, ['main.py'], {
       cwd: dir,
       env: { ...process.env, MPLBACKEND: 'Agg' },
