@@ -34,7 +34,6 @@ import stat
 import struct
 import sys
 import threading
-import time
 import types
 
 # (import name, distribution name) of every package the tool promises.
@@ -296,10 +295,10 @@ def _png_bytes(render, max_bytes):
 
 
 def _emit_png(render):
-    if _counts["images"] >= _limits.get("max_images", 8):
+    if _counts["images"] >= _limits["max_images"]:
         _counts["images_omitted"] += 1
         return
-    data, scaled = _png_bytes(render, _limits.get("max_image_bytes", 1 << 20))
+    data, scaled = _png_bytes(render, _limits["max_image_bytes"])
     if data is None:
         _counts["images_omitted"] += 1
         return
@@ -394,7 +393,7 @@ def _send_last_value(value):
         _print_exception()
         return
     data = text.encode("utf-8", "surrogateescape")
-    cap = _limits.get("max_result_bytes", 16384)
+    cap = _limits["max_result_bytes"]
     _send("result", {"truncated": len(data) > cap}, data[:cap])
 
 
@@ -422,8 +421,8 @@ def _send_out_files(workdir):
                 continue
             if stat.S_ISREG(st.st_mode):
                 found.append((os.path.relpath(path, workdir), st.st_size))
-    max_files = _limits.get("max_out_files", 16)
-    room = _limits.get("max_out_bytes", 8 << 20)
+    max_files = _limits["max_out_files"]
+    room = _limits["max_out_bytes"]
     sent, omitted = 0, []
     for rel, size in found:
         if sent >= max_files:
@@ -516,11 +515,12 @@ def _execute(code, main):
         _send_last_value(value)
 
 
-def run(code, workdir, results_fd=-1, limits=None, files=()):
+def run(code, workdir, results_fd, limits, files):
     """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
     reason is "memory" when an uncaught MemoryError ended the run, else ""."""
     global _results_fd, _limits
-    _results_fd, _limits = results_fd, dict(limits or {})
+    # The server's bounds, by name (base/config.h holds their defaults).
+    _results_fd, _limits = results_fd, dict(limits)
     _reset_streams()
     _guard_flush_across_fork()
     _reseed()

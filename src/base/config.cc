@@ -22,14 +22,11 @@ struct Option {
   std::function<std::string(Config&, const std::string&)> set;
 };
 
-// Strict: decimal digits only, no sign, no spaces, no fraction.
 std::string ParseInt(const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
   if (v.empty()) return "must not be empty";
   if (v.size() > 18) return "is out of range";
-  for (char ch : v) {
-    if (ch < '0' || ch > '9') return "must be a whole number";
-  }
-  int64_t n = std::stoll(v);
+  int64_t n = 0;
+  if (!ParseDecimal(v, &n)) return "must be a whole number";
   if (n < lo || n > hi) {
     return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
   }
@@ -186,6 +183,17 @@ const std::vector<Option>& Options() {
 }
 
 }  // namespace
+
+bool ParseDecimal(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 18) return false;
+  int64_t n = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    n = n * 10 + (ch - '0');
+  }
+  *out = n;
+  return true;
+}
 
 std::string TransportName(Transport t) {
   switch (t) {

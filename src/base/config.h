@@ -79,6 +79,11 @@ struct OptionDoc {
 std::vector<OptionDoc> OptionDocs();
 std::string TransportName(Transport t);
 
+// Strict: 1-18 decimal digits, no sign, no spaces, no fraction. What every
+// number the server reads from text (variables, flags, the zygote's
+// arguments) must look like.
+bool ParseDecimal(const std::string& text, int64_t* out);
+
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -69,6 +70,27 @@ bool EmptyDirAt(int dfd, int depth) {
 }
 
 }  // namespace
+
+std::optional<std::string> RelativePathProblem(const std::string& path) {
+  if (path.empty()) return std::string("is empty");
+  if (path.find('\0') != std::string::npos) return std::string("holds a NUL byte");
+  if (path.front() == '/') {
+    return std::string("is absolute; give a path relative to the working directory");
+  }
+  if (path.size() > 1024) return std::string("is longer than 1024 bytes");
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view part(path.data() + start, end - start);
+    if (part.empty()) return std::string("has an empty part (a trailing or double /)");
+    if (part == "..") return std::string("leaves the working directory (..)");
+    if (part == ".") return std::string("has a . part");
+    if (part.size() > 255) return std::string("has a part longer than 255 bytes");
+    start = end + 1;
+  }
+  return std::nullopt;
+}
 
 bool RemoveTree(const std::string& path) {
   chmod(path.c_str(), 0700);

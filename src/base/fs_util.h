@@ -2,9 +2,17 @@
 // private directories made and removed without following symlinks.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace mcpexec {
+
+// What is wrong with `path` as a path below a run's working directory, as a
+// phrase ("leaves the working directory (..)"), or nullopt: it must be
+// non-empty, relative, at most 1024 bytes, without NUL, and every part
+// non-empty, not "." or "..", at most 255 bytes. The one check for the
+// caller's input files and the files a run returns.
+std::optional<std::string> RelativePathProblem(const std::string& path);
 
 // mkdtemp under root; returns "" with errno set on failure.
 std::string MakePrivateDir(const std::string& root, const std::string& prefix);

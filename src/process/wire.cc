@@ -93,6 +93,11 @@ int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<UniqueFd>*
   return ReceiveWith(sock, MSG_DONTWAIT, h, payload, fds);
 }
 
+uint32_t LoadU32LE(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+}
+
 namespace {
 
 void PutU32(std::string* out, size_t n) {
@@ -104,8 +109,7 @@ void PutU32(std::string* out, size_t n) {
 
 bool GetU32(const std::string& in, size_t* pos, uint32_t* v) {
   if (in.size() - *pos < 4) return false;
-  const auto* b = reinterpret_cast<const unsigned char*>(in.data() + *pos);
-  *v = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  *v = LoadU32LE(in.data() + *pos);
   *pos += 4;
   return true;
 }

@@ -51,6 +51,10 @@ enum RunFd {
 // What the code memfd holds: the code and the caller's input files, each
 // field a little-endian u32 length then its bytes: code, file count, then
 // per file its relative path and its content.
+// The little-endian u32 at p: the length prefix of the run bundle's fields
+// and of the runtime's result records.
+uint32_t LoadU32LE(const char* p);
+
 std::string EncodeRunBundle(const std::string& code,
                             const std::vector<std::pair<std::string, std::string>>& files);
 bool DecodeRunBundle(const std::string& bundle, std::string* code,

@@ -1,23 +1,13 @@
 #include "process/zygote_args.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 
+#include "base/config.h"
+
 namespace mcpexec {
 namespace {
-
-bool ParseInt(const std::string& text, int64_t* out) {
-  if (text.empty() || text.size() > 19) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 using Field = std::function<bool(ZygoteArgs&, const std::string&)>;
 
@@ -25,7 +15,7 @@ template <typename T>
 Field IntField(T ZygoteArgs::*field, int64_t lo) {
   return [=](ZygoteArgs& a, const std::string& v) {
     int64_t n = 0;
-    if (!ParseInt(v, &n) || n < lo) return false;
+    if (!ParseDecimal(v, &n) || n < lo) return false;
     a.*field = static_cast<T>(n);
     return true;
   };
@@ -45,6 +35,17 @@ struct Arg {
   std::function<std::string(const ZygoteArgs&)> write;
 };
 
+Arg OutputArg(const char* name, int64_t OutputLimits::*field, int64_t lo) {
+  return {name,
+          [=](ZygoteArgs& a, const std::string& v) {
+            int64_t n = 0;
+            if (!ParseDecimal(v, &n) || n < lo) return false;
+            a.output.*field = n;
+            return true;
+          },
+          [=](const ZygoteArgs& a) { return std::to_string(a.output.*field); }};
+}
+
 const std::vector<Arg>& Args() {
   auto num = [](auto field) {
     return [=](const ZygoteArgs& a) { return std::to_string(a.*field); };
@@ -63,13 +64,11 @@ const std::vector<Arg>& Args() {
       {"max-processes", IntField(&ZygoteArgs::max_processes, 1), num(&ZygoteArgs::max_processes)},
       {"max-open-files", IntField(&ZygoteArgs::max_open_files, 1),
        num(&ZygoteArgs::max_open_files)},
-      {"max-images", IntField(&ZygoteArgs::max_images, 0), num(&ZygoteArgs::max_images)},
-      {"max-image-bytes", IntField(&ZygoteArgs::max_image_bytes, 1),
-       num(&ZygoteArgs::max_image_bytes)},
-      {"max-out-files", IntField(&ZygoteArgs::max_out_files, 0), num(&ZygoteArgs::max_out_files)},
-      {"max-out-bytes", IntField(&ZygoteArgs::max_out_bytes, 0), num(&ZygoteArgs::max_out_bytes)},
-      {"max-result-bytes", IntField(&ZygoteArgs::max_result_bytes, 0),
-       num(&ZygoteArgs::max_result_bytes)},
+      OutputArg("max-images", &OutputLimits::max_images, 0),
+      OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),
+      OutputArg("max-out-files", &OutputLimits::max_out_files, 0),
+      OutputArg("max-out-bytes", &OutputLimits::max_out_bytes, 0),
+      OutputArg("max-result-bytes", &OutputLimits::max_result_bytes, 0),
       {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
        num(&ZygoteArgs::cgroup_version)},
       {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
@@ -85,6 +84,18 @@ const std::vector<Arg>& Args() {
 }
 
 }  // namespace
+
+int64_t OutputLimits::KeepBytes() const {
+  return max_images * max_image_bytes + max_out_bytes + max_result_bytes + int64_t{1024} * 1024;
+}
+
+std::map<std::string, int64_t> OutputLimits::ByName() const {
+  return {{"max_images", max_images},
+          {"max_image_bytes", max_image_bytes},
+          {"max_out_files", max_out_files},
+          {"max_out_bytes", max_out_bytes},
+          {"max_result_bytes", max_result_bytes}};
+}
 
 std::vector<std::string> ZygoteArgs::ToArgv() const {
   std::vector<std::string> argv = {"mcp-exec-zygote", "__zygote"};

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ constexpr int kZygoteControlFd = 3;       // SOCK_SEQPACKET to the supervisor
 constexpr int kZygoteMemoryCgroupFd = 4;  // the runs' memory cgroup parent, if any
 constexpr int kZygotePidsCgroupFd = 5;    // the runs' pids cgroup parent (v1), if any
 
+// What a run sends back besides its streams: the runtime keeps to these (it
+// gets them by name), and the supervisor enforces them on what it reads.
+struct OutputLimits {
+  int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
+          max_result_bytes = 0;
+  // The most the supervisor keeps of a results pipe: every bound plus room
+  // for the records' headers.
+  int64_t KeepBytes() const;
+  // {"max_images": ..., ...}: the runtime's names.
+  std::map<std::string, int64_t> ByName() const;
+};
+
 struct ZygoteArgs {
   pid_t supervisor = 0;
   int64_t spares = 0;
@@ -31,10 +44,7 @@ struct ZygoteArgs {
   gid_t outer_gid = 0;
   // The limits of every run.
   int64_t memory_bytes = 0, disk_bytes = 0, max_processes = 0, max_open_files = 0;
-  // What the runtime sends back besides the streams (each is also enforced
-  // by the supervisor, which reads the results).
-  int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
-          max_result_bytes = 0;
+  OutputLimits output;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).
   int64_t cgroup_version = 0;
   std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_why_not_memory, cgroup_why_not_pids;

@@ -247,6 +247,18 @@ constexpr auto kPipeGrace = std::chrono::seconds(2);
 constexpr auto kProgressEvery = std::chrono::seconds(1);
 constexpr size_t kRecentBytes = 2048;
 
+// Keeps (at least) the last `max` bytes of a stream in *window: only the
+// chunk's own last `max` bytes are copied, and the window is trimmed when it
+// reaches twice that, so a flood costs no more than a trickle.
+void KeepLast(std::string* window, const char* chunk, size_t n, size_t max) {
+  if (n >= max) {
+    window->assign(chunk + n - max, max);
+    return;
+  }
+  window->append(chunk, n);
+  if (window->size() > 2 * max) window->erase(0, window->size() - max);
+}
+
 }  // namespace
 
 // A run's private working directory: removed on every path out of Run()
@@ -366,8 +378,6 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
   if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) return *refused;
 
-  ResultLimits limits{config_.max_images, config_.max_image_bytes, config_.max_out_files,
-                      config_.max_out_bytes, config_.max_result_bytes};
   RunIo io{run_id,
            req,
            cancel,
@@ -377,7 +387,7 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
            started_at,
            config_.max_output_bytes,
            config_.tail_bytes,
-           ResultsReader(limits),
+           ResultsReader(ResultLimitsFor(config_)),
            Stream(&outcome.stdout_data),
            Stream(&outcome.stderr_data),
            progress};
@@ -507,15 +517,8 @@ void Executor::Drain(RunIo& io, int fd, Stream& s) {
         io.outcome.truncated = true;  // read on and drop: never block the writer
         s.lost = true;
       }
-      if (tail > 0) {
-        s.last.append(buf, static_cast<size_t>(n));
-        if (s.last.size() > 2 * tail) s.last.erase(0, s.last.size() - tail);
-      }
-      if (io.progress) {
-        io.recent.append(buf, static_cast<size_t>(n));
-        if (io.recent.size() > 2 * kRecentBytes)
-          io.recent.erase(0, io.recent.size() - kRecentBytes);
-      }
+      if (tail > 0) KeepLast(&s.last, buf, static_cast<size_t>(n), tail);
+      if (io.progress) KeepLast(&io.recent, buf, static_cast<size_t>(n), kRecentBytes);
       continue;
     }
     if (n == 0) s.open = false;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/fs_util.h"
+#include "process/wire.h"
+
 namespace mcpexec {
 
 using json = nlohmann::json;
@@ -32,8 +35,8 @@ bool BoolOf(const json& h, const char* key) {
 
 }  // namespace
 
-int64_t ResultLimits::KeepBytes() const {
-  return max_images * max_image_bytes + max_out_bytes + max_result_bytes + int64_t{1024} * 1024;
+ResultLimits ResultLimitsFor(const Config& c) {
+  return {c.max_images, c.max_image_bytes, c.max_out_files, c.max_out_bytes, c.max_result_bytes};
 }
 
 bool ResultsReader::Read(int fd) {
@@ -52,18 +55,7 @@ bool ResultsReader::Read(int fd) {
 }
 
 bool IsOutFilePath(const std::string& path) {
-  if (path.size() > 1024 || path.rfind("out/", 0) != 0 || path.find('\0') != std::string::npos) {
-    return false;
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    std::string part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
+  return path.rfind("out/", 0) == 0 && !RelativePathProblem(path);
 }
 
 void ResultsReader::Take(const std::string& kind, const json& header, std::string payload,
@@ -116,8 +108,7 @@ void ResultsReader::Finish(RunOutcome* out) const {
   size_t pos = 0;
   int64_t out_bytes = 0;
   while (buf_.size() - pos >= 4) {
-    const auto* b = reinterpret_cast<const unsigned char*>(buf_.data() + pos);
-    uint32_t hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+    const uint32_t hlen = wire::LoadU32LE(buf_.data() + pos);
     if (hlen > kMaxHeaderBytes || buf_.size() - pos - 4 < hlen) break;
     json header =
         json::parse(buf_.begin() + static_cast<std::ptrdiff_t>(pos + 4),

@@ -9,16 +9,16 @@
 #include <cstdint>
 #include <string>
 
+#include "base/config.h"
+#include "process/zygote_args.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {
 
-struct ResultLimits {
-  int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
-          max_result_bytes = 0;
-  // The most the reader keeps: every bound plus room for the headers.
-  int64_t KeepBytes() const;
-};
+using ResultLimits = OutputLimits;
+// The configured bounds: what the zygote passes to every runtime and what
+// the reader enforces.
+ResultLimits ResultLimitsFor(const Config& config);
 
 class ResultsReader {
  public:
@@ -36,8 +36,8 @@ class ResultsReader {
   std::string buf_;  // records past KeepBytes() are dropped whole or cut
 };
 
-// True for a relative path under out/ with no empty, "." or ".." part, no
-// NUL, at most 1024 bytes.
+// True for a path under out/ that RelativePathProblem (base/fs_util.h)
+// finds nothing wrong with.
 bool IsOutFilePath(const std::string& path);
 
 }  // namespace mcpexec

@@ -19,6 +19,7 @@
 #include "process/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/namespaces.h"
+#include "supervisor/results.h"
 
 namespace mcpexec {
 
@@ -86,11 +87,7 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.disk_bytes = config_.disk_limit_mb << 20;
   a.max_processes = config_.max_processes;
   a.max_open_files = config_.max_open_files;
-  a.max_images = config_.max_images;
-  a.max_image_bytes = config_.max_image_bytes;
-  a.max_out_files = config_.max_out_files;
-  a.max_out_bytes = config_.max_out_bytes;
-  a.max_result_bytes = config_.max_result_bytes;
+  a.output = ResultLimitsFor(config_);
   a.cgroup_version = cgroups_.version;
   a.cgroup_memory_dir = cgroups_.memory_dir;
   a.cgroup_pids_dir = cgroups_.pids_dir;

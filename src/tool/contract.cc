@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/base64.h"
+#include "base/fs_util.h"
 #include "base/utf8.h"
 #include "protocol/mcp_session.h"
 
@@ -251,24 +252,11 @@ int64_t ClampTimeout(std::optional<int64_t> requested, const Config& c) {
 
 namespace {
 
-// A path of `files`: relative, no empty, "." or ".." part, no NUL.
+// A path of `files`, with the message naming it.
 std::optional<std::string> CheckInputPath(const std::string& path) {
   if (path.empty()) return std::string("files: an empty path");
-  const std::string quoted = "files: \"" + RepairUtf8(path) + "\" ";
-  if (path.find('\0') != std::string::npos) return quoted + "holds a NUL byte";
-  if (path.front() == '/')
-    return quoted + "is absolute; give a path relative to the working directory";
-  if (path.size() > 1024) return quoted + "is longer than 1024 bytes";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    std::string part = path.substr(start, end - start);
-    if (part.empty()) return quoted + "has an empty part (a trailing or double /)";
-    if (part == "..") return quoted + "leaves the working directory (..)";
-    if (part == ".") return quoted + "has a . part";
-    if (part.size() > 255) return quoted + "has a part longer than 255 bytes";
-    start = end + 1;
+  if (auto problem = RelativePathProblem(path)) {
+    return "files: \"" + RepairUtf8(path) + "\" " + *problem;
   }
   return std::nullopt;
 }

@@ -22,26 +22,11 @@ struct ExecRequest {
   std::vector<std::pair<std::string, std::string>> files;
 };
 
-struct ExecResult {
-  std::string stdout_data;  // raw bytes; repaired to UTF-8 when serialized
-  std::string stderr_data;
-  int exit_code = 0;  // 0-255, or -1 on timeout or signal
-  int64_t duration_ms = 0;
-  bool truncated = false;
+// The tool's result: the run's outcome (supervisor/run.h: streams, exit,
+// tails, images, files, result), with the contract's names for how it ended.
+struct ExecResult : RunOutcome {
   bool timed_out = false;
-  // Ours (optional extras of the output schema).
-  int signal = 0;      // the signal that ended the run, 0 if none
-  std::string reason;  // "", "timeout", "signal", "cancelled", ...
-  int64_t queue_ms = 0;
-  int64_t output_bytes = 0;  // bytes read from both streams, kept or dropped
-  // What comes back besides the streams (all optional extras).
-  bool stdout_lost = false, stderr_lost = false;
-  std::string stdout_tail, stderr_tail;  // raw bytes, repaired when serialized
-  bool has_result = false, result_truncated = false;
-  std::string result;
-  std::vector<RunArtifact> images, files;
-  int64_t images_omitted = 0, files_omitted_count = 0;
-  std::vector<OmittedFile> files_omitted;
+  std::string reason;  // "", "timeout", "signal", "cancelled", ... (RunEndName)
 };
 
 // The MIME type an out/ file is returned with, from its name.

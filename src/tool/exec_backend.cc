@@ -82,28 +82,9 @@ RunRequest ToRunRequest(const ExecRequest& req) {
 
 ExecResult ToExecResult(RunOutcome o) {
   ExecResult r;
-  r.stdout_data = std::move(o.stdout_data);
-  r.stderr_data = std::move(o.stderr_data);
-  r.exit_code = o.exit_code;
-  r.duration_ms = o.duration_ms;
-  r.truncated = o.truncated;
-  r.timed_out = o.end == RunEnd::kTimeout;
-  r.signal = o.signal;
-  r.reason = RunEndName(o.end);
-  r.queue_ms = o.queue_ms;
-  r.output_bytes = o.output_bytes;
-  r.stdout_lost = o.stdout_lost;
-  r.stderr_lost = o.stderr_lost;
-  r.stdout_tail = std::move(o.stdout_tail);
-  r.stderr_tail = std::move(o.stderr_tail);
-  r.has_result = o.has_result;
-  r.result_truncated = o.result_truncated;
-  r.result = std::move(o.result);
-  r.images = std::move(o.images);
-  r.files = std::move(o.files);
-  r.images_omitted = o.images_omitted;
-  r.files_omitted_count = o.files_omitted_count;
-  r.files_omitted = std::move(o.files_omitted);
+  static_cast<RunOutcome&>(r) = std::move(o);
+  r.timed_out = r.end == RunEnd::kTimeout;
+  r.reason = RunEndName(r.end);
   return r;
 }
 

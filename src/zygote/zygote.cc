@@ -645,11 +645,7 @@ int ZygoteMain(int argc, char** argv) {
   limits.disk_bytes = args.disk_bytes;
   limits.max_processes = args.max_processes;
   limits.max_open_files = args.max_open_files;
-  z.output_limits = {{"max_images", args.max_images},
-                     {"max_image_bytes", args.max_image_bytes},
-                     {"max_out_files", args.max_out_files},
-                     {"max_out_bytes", args.max_out_bytes},
-                     {"max_result_bytes", args.max_result_bytes}};
+  z.output_limits = args.output.ByName();
   fcntl(z.control, F_SETFD, FD_CLOEXEC);
   AdoptCgroupFds(z, args);
   BecomeZygote(z, args);

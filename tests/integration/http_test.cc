@@ -387,19 +387,25 @@ TEST_F(HttpTest, LegacySseEndpointAndMessages) {
   }
 }
 
+// A tools/call whose run sleeps (a `sleep <marker>` child, found by its
+// command line) until it is ended.
+json SleepingCall(int id, const std::string& marker) {
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"method", "tools/call"},
+          {"params",
+           {{"name", "exec"},
+            {"arguments",
+             {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
+              {"timeout_s", 120}}}}}};
+}
+
 // A client that leaves in the middle of a call ends its run.
 TEST_F(HttpTest, DisconnectEndsTheRun) {
   Start();
   std::string sid = Initialize();
   std::string marker = "4600." + Marker("");
-  json req = {{"jsonrpc", "2.0"},
-              {"id", 9},
-              {"method", "tools/call"},
-              {"params",
-               {{"name", "exec"},
-                {"arguments",
-                 {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
-                  {"timeout_s", 120}}}}}};
+  json req = SleepingCall(9, marker);
   // A raw connection: send the call, wait until the run is going, hang up.
   int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
@@ -449,14 +455,7 @@ TEST_F(HttpTest, SigtermEndsCallsPastTheGracePeriod) {
   Start({{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}});
   std::string sid = Initialize();
   std::string marker = "4700." + Marker("");
-  json req = {{"jsonrpc", "2.0"},
-              {"id", 47},
-              {"method", "tools/call"},
-              {"params",
-               {{"name", "exec"},
-                {"arguments",
-                 {{"code", "import subprocess; subprocess.run(['sleep', '" + marker + "'])"},
-                  {"timeout_s", 120}}}}}};
+  json req = SleepingCall(47, marker);
   std::string body;
   int status = 0;
   std::thread caller([&] {
