@@ -164,7 +164,12 @@ void BeforeFork() { PyOS_BeforeFork(); }
 void AfterForkInChild() { PyOS_AfterFork_Child(); }
 void AfterForkInParent() { PyOS_AfterFork_Parent(); }
 
-int RunCode(const RunInput& in, bool* memory_error) {
+namespace {
+
+// Calls the runtime's run(...) or session_cell(...) with the input's fields
+// and the extra arguments; (status, reason) back.
+template <typename... Extra>
+int CallRuntime(const char* function, const RunInput& in, bool* memory_error, Extra... extra) {
   *memory_error = false;
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
@@ -174,9 +179,11 @@ int RunCode(const RunInput& in, bool* memory_error) {
     for (const auto& [path, data] : in.files) {
       files.append(py::make_tuple(py::str(path), py::bytes(data)));
     }
-    StartFlusher(rt);
-    py::tuple result =
-        rt.attr("run")(py::str(in.code), py::str(in.cwd), in.results_fd, limits, files);
+    static bool flusher_started = false;
+    if (!flusher_started) StartFlusher(rt);
+    flusher_started = true;
+    py::tuple result = rt.attr(function)(py::str(in.code), py::str(in.cwd), in.results_fd, limits,
+                                         files, extra...);
     *memory_error = result[1].cast<std::string>() == "memory";
     return result[0].cast<int>();
   } catch (py::error_already_set& e) {
@@ -184,6 +191,23 @@ int RunCode(const RunInput& in, bool* memory_error) {
     PyErr_Print();
     return 1;
   }
+}
+
+}  // namespace
+
+int RunCode(const RunInput& in, bool* memory_error) { return CallRuntime("run", in, memory_error); }
+
+int RunCell(const RunInput& in, int cell, bool* memory_error) {
+  return CallRuntime("session_cell", in, memory_error, cell);
+}
+
+void WithoutGil(void (*wait)(void*), void* arg) {
+  py::gil_scoped_release released;
+  wait(arg);
+}
+
+void DropPendingInterrupt() {
+  if (PyErr_CheckSignals() != 0) PyErr_Clear();
 }
 
 }  // namespace mcpexec::embed

@@ -45,4 +45,18 @@ struct RunInput {
 // *memory_error: it ended with an uncaught MemoryError.
 int RunCode(const RunInput& input, bool* memory_error);
 
+// In a session's interpreter: one cell, numbered from 1, in the session's
+// lasting __main__ (state, imports and files kept from the cells before).
+// What a one-shot run does at its end (joining threads, exit handlers) is
+// left for the session's end. Returns the cell's exit status.
+int RunCell(const RunInput& input, int cell, bool* memory_error);
+
+// Runs wait() with the GIL released, so the session's own threads go on
+// between cells.
+void WithoutGil(void (*wait)(void*), void* arg);
+
+// A SIGINT that arrived after the last cell ended (an interrupt that came
+// too late) is dropped before the next cell starts.
+void DropPendingInterrupt();
+
 }  // namespace mcpexec::embed

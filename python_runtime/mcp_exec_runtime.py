@@ -187,16 +187,7 @@ def _fresh_main(code):
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
     sys.argv = [MAIN_FILENAME]
-    # Tracebacks read source through linecache; the code is never written to
-    # the working directory, so register it (mtime None: never invalidated).
-    # The lines as linecache would read them from a file (universal newlines
-    # only: str.splitlines would also split at \f or U+2028 and shift every
-    # later line number), and the last one with its newline: without it the
-    # traceback's carets land a column to the right.
-    lines = io.StringIO(code, newline=None).readlines()
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    linecache.cache[MAIN_FILENAME] = (len(code), None, lines, MAIN_FILENAME)
+    _register_source(MAIN_FILENAME, code)
     return main
 
 
@@ -403,7 +394,8 @@ def _send_figures_left_open():
             _show_figure(fig)
 
 
-def _send_out_files(workdir):
+def _send_out_files(workdir, only=None):
+    """Sends the regular files under out/ (those in `only`, when given)."""
     root = os.path.join(workdir, "out")
     try:
         if not stat.S_ISDIR(os.lstat(root).st_mode):
@@ -419,8 +411,9 @@ def _send_out_files(workdir):
                 st = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                found.append((os.path.relpath(path, workdir), st.st_size))
+            rel = os.path.relpath(path, workdir)
+            if stat.S_ISREG(st.st_mode) and (only is None or rel in only):
+                found.append((rel, st.st_size))
     max_files = _limits["max_out_files"]
     room = _limits["max_out_bytes"]
     sent, omitted = 0, []
@@ -501,23 +494,35 @@ def _crash_flush():
             pass
 
 
-def _execute(code, main):
+def _execute(code, main, filename=MAIN_FILENAME):
     """Runs the code; the value of a last expression statement is sent as the
     result (a figure or image shown), as a notebook cell does."""
-    tree = compile(code, MAIN_FILENAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
-    exec(compile(tree, MAIN_FILENAME, "exec", dont_inherit=True), main.__dict__)
+    exec(compile(tree, filename, "exec", dont_inherit=True), main.__dict__)
     if last is not None:
         expr = ast.Expression(last.value)
-        value = eval(compile(expr, MAIN_FILENAME, "eval", dont_inherit=True), main.__dict__)
+        value = eval(compile(expr, filename, "eval", dont_inherit=True), main.__dict__)
         _send_last_value(value)
 
 
-def run(code, workdir, results_fd, limits, files):
-    """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
-    reason is "memory" when an uncaught MemoryError ended the run, else ""."""
+def _register_source(filename, code):
+    # Tracebacks read source through linecache; the code is never written to
+    # the working directory, so register it (mtime None: never invalidated).
+    # The lines as linecache would read them from a file (universal newlines
+    # only: str.splitlines would also split at \f or U+2028 and shift every
+    # later line number), and the last one with its newline: without it the
+    # traceback's carets land a column to the right.
+    lines = io.StringIO(code, newline=None).readlines()
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(code), None, lines, filename)
+
+
+def _prepare_process(workdir, results_fd, limits):
+    """What a runner sets up once, before its first (or only) code runs."""
     global _results_fd, _limits
     # The server's bounds, by name (base/config.h holds their defaults).
     _results_fd, _limits = results_fd, dict(limits)
@@ -532,11 +537,14 @@ def run(code, workdir, results_fd, limits, files):
     # `python3 main.py` puts the script's folder first on sys.path: modules
     # the snippet writes into its working directory are importable.
     sys.path.insert(0, workdir)
-    main = _fresh_main(code)
+
+
+def _run_guarded(workdir, files, code, main, filename=MAIN_FILENAME):
+    """Writes the input files and runs the code. Returns (status, reason)."""
     status, reason = 0, ""
     try:
         _write_input_files(workdir, files)
-        _execute(code, main)
+        _execute(code, main, filename)
     except SystemExit as exc:
         status = _system_exit_status(exc)
     except BaseException as exc:
@@ -544,6 +552,15 @@ def run(code, workdir, results_fd, limits, files):
         status = 1
         if isinstance(exc, MemoryError):
             reason = "memory"
+    return status, reason
+
+
+def run(code, workdir, results_fd, limits, files):
+    """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
+    reason is "memory" when an uncaught MemoryError ended the run, else ""."""
+    _prepare_process(workdir, results_fd, limits)
+    main = _fresh_main(code)
+    status, reason = _run_guarded(workdir, files, code, main)
     # Figures first: matplotlib's own atexit hook (run by _finish) destroys
     # every figure. Files after, so that what exit handlers and the last
     # threads write is in out/ too.
@@ -553,3 +570,62 @@ def run(code, workdir, results_fd, limits, files):
     if _counts["images_omitted"]:
         _send("images_omitted", {"count": _counts["images_omitted"]})
     return status, reason
+
+
+# --- Sessions: one interpreter kept alive across calls ---
+
+_session = {"main": None, "out_seen": {}}
+
+
+def _out_snapshot(workdir):
+    """(path relative to workdir) -> (size, mtime_ns) of every regular file
+    under out/."""
+    seen = {}
+    root = os.path.join(workdir, "out")
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                seen[os.path.relpath(path, workdir)] = (st.st_size, st.st_mtime_ns)
+    return seen
+
+
+def session_cell(code, workdir, results_fd, limits, files, cell):
+    """One cell of a session (cell numbers start at 1). The __main__
+    globals, imports, threads and files of the earlier cells are all still
+    there. Returns (status, reason) as run() does; SystemExit ends the cell
+    with its status, never the session. Figures still open at the end are
+    shown and closed; out/ files new or changed in this cell come back."""
+    if _session["main"] is None:
+        _prepare_process(workdir, results_fd, limits)
+        _session["main"] = _fresh_main("")
+    main = _session["main"]
+    sys.modules["__main__"] = main
+    _counts["images"] = _counts["images_omitted"] = 0
+    _displayed.clear()
+    filename = "cell%d.py" % cell
+    _register_source(filename, code)
+    before = _out_snapshot(workdir)
+    status, reason = _run_guarded(workdir, files, code, main, filename)
+    _send_step(_send_figures_left_open)
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        _send_step(lambda: plt.close("all"))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    _send_step(lambda: _send_out_files(workdir, _changed_since(before, workdir)))
+    if _counts["images_omitted"]:
+        _send("images_omitted", {"count": _counts["images_omitted"]})
+    return status, reason
+
+
+def _changed_since(before, workdir):
+    after = _out_snapshot(workdir)
+    return {path for path, sig in after.items() if before.get(path) != sig}

@@ -71,6 +71,9 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
                       {"memory_limit_mb", config.memory_limit_mb},
                       {"max_output_bytes", config.max_output_bytes},
                       {"max_stdin_bytes", config.max_stdin_bytes},
+                      {"max_py_sessions", config.max_py_sessions},
+                      {"py_session_idle_s", config.py_session_idle_s},
+                      {"py_session_max_s", config.py_session_max_s},
                       {"auth", !config.auth_token.empty()}});
 }
 
@@ -86,10 +89,13 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   }
   RuntimeReport runtime = zygote.report();
   LogStart(config, runtime);
-  ExecBackend backend(config, zygote, scheduler, executor, metrics, SandboxSummary(runtime));
+  SessionPool sessions(config, executor, &metrics);
+  ExecBackend backend(config, zygote, scheduler, executor, sessions, metrics,
+                      SandboxSummary(runtime));
   int rc = config.transport == Transport::kStdio
                ? ServeStdio(backend, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
                : ServeHttp(backend, backend, config, signal_fd);
+  sessions.Shutdown();  // their interpreters end before the executor's cleaner stops
   executor.Shutdown();
   return rc;
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -167,6 +168,22 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_SESSION_IDLE_S", "--session-idle-s", Default(&Config::session_idle_s), "s",
        "an http/sse session unused this long is closed",
        IntField(&Config::session_idle_s, 1, int64_t{86400} * 7)},
+      {"MCP_EXEC_MAX_PY_SESSIONS", "--max-py-sessions",
+       "half the memory / MCP_EXEC_MEMORY_LIMIT_MB, 2 to 64", "sessions",
+       "live Python sessions (the exec tool's `session`) at once; past it a new one is refused",
+       IntField(&Config::max_py_sessions, 1, 10000)},
+      {"MCP_EXEC_PY_SESSION_IDLE_S", "--py-session-idle-s", Default(&Config::py_session_idle_s),
+       "s", "a Python session unused this long is ended",
+       IntField(&Config::py_session_idle_s, 1, int64_t{86400} * 7)},
+      {"MCP_EXEC_PY_SESSION_MAX_S", "--py-session-max-s", Default(&Config::py_session_max_s), "s",
+       "a Python session's longest life (and its CPU-time budget); it ends after the call that "
+       "passes it",
+       IntField(&Config::py_session_max_s, 10, int64_t{86400} * 7)},
+      {"MCP_EXEC_PY_SESSION_INTERRUPT_MS", "--py-session-interrupt-ms",
+       Default(&Config::py_session_interrupt_ms), "ms",
+       "how long a session's cell may ignore KeyboardInterrupt (timeout, cancel) before its "
+       "interpreter is killed",
+       IntField(&Config::py_session_interrupt_ms, 100, 60000)},
       {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", Default(&Config::shutdown_grace_s), "s",
        "on SIGTERM, how long running calls may finish before they are killed",
        IntField(&Config::shutdown_grace_s, 0, 3600)},
@@ -183,6 +200,14 @@ const std::vector<Option>& Options() {
 }
 
 }  // namespace
+
+int64_t DefaultMaxPySessions(int64_t memory_limit_mb) {
+  // Each session may grow to its memory limit and keeps it between calls:
+  // half the machine's memory divided among them.
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t total_mb = pages > 0 && page > 0 ? int64_t{pages} * page / (1024 * 1024) : 4096;
+  return std::clamp<int64_t>(total_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
+}
 
 bool ParseDecimal(const std::string& text, int64_t* out) {
   if (text.empty() || text.size() > 18) return false;
@@ -312,6 +337,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c.max_concurrent = n > 0 ? n : 1;
   }
+  if (c.max_py_sessions == 0) c.max_py_sessions = DefaultMaxPySessions(c.memory_limit_mb);
   r.config = c;
   return r;
 }

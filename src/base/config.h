@@ -49,6 +49,12 @@ struct Config {
   int64_t max_streams = 128;
   int64_t session_idle_s = 1800;
   int64_t shutdown_grace_s = 20;
+  // Sessions (the exec tool's `session` argument): live interpreters kept
+  // between calls. 0 max_py_sessions: derived from the machine's memory.
+  int64_t max_py_sessions = 0;
+  int64_t py_session_idle_s = 600;
+  int64_t py_session_max_s = 14400;  // lifetime, and the interpreter's CPU budget
+  int64_t py_session_interrupt_ms = 2000;
   std::string log_level = "info";
 };
 
@@ -86,5 +92,8 @@ bool ParseDecimal(const std::string& text, int64_t* out);
 
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);
+// MCP_EXEC_MAX_PY_SESSIONS when unset: half the machine's memory over the
+// per-run memory limit, clamped to 2..64.
+int64_t DefaultMaxPySessions(int64_t memory_limit_mb);
 
 }  // namespace mcpexec

@@ -19,6 +19,19 @@ void Metrics::RecordRun(const std::string& outcome, double duration_s, double qu
   queue_.Observe(queue_s);
 }
 
+const std::array<const char*, 6> Metrics::kPySessionEndReasons = {
+    "reset", "idle", "lifetime", "connection_closed", "interpreter_ended", "shutdown"};
+
+void Metrics::RecordPySessionStart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++py_session_starts_;
+}
+
+void Metrics::RecordPySessionEnd(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++py_session_ends_[reason];
+}
+
 void Metrics::RecordRefused() {
   std::lock_guard<std::mutex> lock(mu_);
   ++runs_["refused"];
@@ -62,6 +75,17 @@ std::string Metrics::Render(const Gauges& g) const {
         g.zygote_restarts, "counter");
   gauge("mcp_exec_sessions", "Open MCP sessions (http/sse).", g.sessions);
   gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
+  gauge("mcp_exec_py_sessions", "Live Python sessions (the exec tool's session argument).",
+        g.py_sessions);
+  gauge("mcp_exec_py_session_starts_total", "Python sessions started.",
+        static_cast<int64_t>(py_session_starts_), "counter");
+  o << "# HELP mcp_exec_py_session_ends_total Python sessions ended, by reason.\n"
+       "# TYPE mcp_exec_py_session_ends_total counter\n";
+  for (const char* reason : kPySessionEndReasons) {
+    auto it = py_session_ends_.find(reason);
+    o << "mcp_exec_py_session_ends_total{reason=\"" << reason << "\"} "
+      << (it == py_session_ends_.end() ? 0 : it->second) << "\n";
+  }
   o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
        "status.\n# TYPE mcp_exec_http_refused_total counter\n";
   // The usual refusals always (a dashboard sees zeros), and any other

@@ -23,9 +23,15 @@ class Metrics {
   // (401 auth, 403 Host/Origin, 413 too large, 431 headers, 429 too many
   // connections, ...).
   void RecordHttpRefused(int status);
+  // Python sessions (the exec tool's `session`): one started, one ended
+  // (reason: one of kPySessionEndReasons).
+  void RecordPySessionStart();
+  void RecordPySessionEnd(const std::string& reason);
+  static const std::array<const char*, 6> kPySessionEndReasons;
 
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
+    int64_t py_sessions = 0;
   };
   std::string Render(const Gauges& g) const;
 
@@ -41,6 +47,8 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> runs_;
   std::map<int, uint64_t> http_refused_;
+  uint64_t py_session_starts_ = 0;
+  std::map<std::string, uint64_t> py_session_ends_;
   Histogram duration_, queue_;
 };
 

@@ -95,6 +95,8 @@ void KillCollected(const std::map<pid_t, std::vector<pid_t>>& children, pid_t ro
 
 }  // namespace
 
+std::vector<pid_t> Children(pid_t parent) { return ChildrenMap()[parent]; }
+
 std::vector<pid_t> Descendants(pid_t root) {
   std::vector<pid_t> out;
   for (const Edge& e : Subtree(ChildrenMap(), root)) out.push_back(e.child);

@@ -14,6 +14,8 @@ namespace mcpexec {
 
 // All live (non-zombie) descendants of root, root excluded.
 std::vector<pid_t> Descendants(pid_t root);
+// The live direct children of parent.
+std::vector<pid_t> Children(pid_t parent);
 
 // SIGKILLs root's descendants, in rounds until none is left alive (a fork
 // racing with the kill is caught in the next round), then root itself if

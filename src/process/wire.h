@@ -22,6 +22,11 @@ enum class Type : uint32_t {
   kExited = 5,       // zygote -> supervisor; value: wait status
   kKill = 6,         // supervisor -> zygote: kill the run's whole process tree
   kFatal = 7,        // zygote -> supervisor; payload: why the zygote cannot serve
+  // A session's next cell: supervisor -> zygote -> the session's runner (over
+  // the socket the runner got its first run on); payload: RunParams; fds:
+  // kRunFds, fresh ones for this cell.
+  kCell = 8,
+  kInterrupt = 9,  // supervisor -> zygote: SIGINT to a session's runner (its cell)
 };
 
 // kExited's flags: what the zygote knows of the run's end besides its
@@ -63,7 +68,12 @@ bool DecodeRunBundle(const std::string& bundle, std::string* code,
 // Fixed-size parameters of a run (no run data: no code, no stdin).
 struct RunParams {
   char workdir[512];
-  int64_t timeout_s;
+  int64_t timeout_s;  // this run's, or this cell's, wall-clock limit
+  // Non-zero: the runner is a session's interpreter. It stays alive after
+  // its first run and takes further cells (kCell) on its socket; its CPU
+  // limit is this many seconds for its whole life (each cell gets its own
+  // share below it).
+  int64_t session_cpu_s;
 };
 
 constexpr size_t kMaxPayload = size_t{256} * 1024;
@@ -96,9 +106,22 @@ struct RunNote {
   uint32_t reason;  // RunReason: kReasonMemory for an uncaught MemoryError
 };
 
+// A session's cell ends with this record on the cell's status pipe (after the
+// verdict on the session's first cell). The session's interpreter writes it
+// after running caller code, so it is believed only about that session's own
+// cell: its exit status and reason; the process's end still comes from the
+// zygote.
+constexpr uint32_t kCellDoneMagic = 0x4d435843;  // "CXCM"
+struct CellDone {
+  uint32_t magic;
+  int32_t status;   // 0-255, as the cell's exit code
+  uint32_t reason;  // RunReason
+};
+
 // What the supervisor reads of a status pipe at most; past it the pipe is
 // closed (the runner's further writes fail with EPIPE).
-constexpr size_t kStatusReadMax = sizeof(LockdownVerdict) + sizeof(RunNote);
+constexpr size_t kStatusReadMax = sizeof(LockdownVerdict) + sizeof(CellDone);
+static_assert(sizeof(CellDone) >= sizeof(RunNote), "the bound covers either record");
 
 // Returns false with errno set on failure. Retries EINTR.
 bool Send(int sock, const Header& h, const void* payload, size_t len, const int* fds, int nfds);

@@ -36,8 +36,12 @@ json ToolErrorResult(const std::string& message) {
   };
 }
 
+namespace {
+std::atomic<uint64_t> g_next_connection{1};
+}  // namespace
+
 McpSession::McpSession(ToolBackend& backend, Sender send)
-    : backend_(backend), send_(std::move(send)) {}
+    : backend_(backend), connection_(g_next_connection++), send_(std::move(send)) {}
 
 McpSession::~McpSession() {
   // Call threads hold `this`: none may outlive it. Cancelled runs end within
@@ -47,6 +51,7 @@ McpSession::~McpSession() {
   while (!WaitIdle(std::chrono::seconds(30))) {
     log::Warn("session_waits_for_calls", {{"in_flight", in_flight()}});
   }
+  backend_.ConnectionEnded(connection_);
 }
 
 std::string McpSession::protocol_version() const {
@@ -196,7 +201,7 @@ void McpSession::StartToolCall(const json& id, const json& params) {
     send_(jsonrpc::Result(id, ToolErrorResult("arguments must be an object")));
     return;
   }
-  auto accepted = backend_.Accept(args);
+  auto accepted = backend_.Accept(args, connection_);
   if (auto* refusal = std::get_if<json>(&accepted)) {
     send_(jsonrpc::Result(id, *refusal));
     return;

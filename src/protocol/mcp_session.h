@@ -41,7 +41,13 @@ class ToolBackend {
   // Checks a call's arguments and reserves room for it. Returns the work, or
   // the CallToolResult to answer at once (a tool error: bad arguments, at
   // capacity).
-  virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments) = 0;
+  // connection: the MCP connection the call came on (one per McpSession,
+  // never reused), for state a tool keeps per connection.
+  virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
+                                                    uint64_t connection) = 0;
+  // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
+  // stream closed), after its calls have ended.
+  virtual void ConnectionEnded(uint64_t /*connection*/) {}
 };
 
 // A CallToolResult with isError true: the one text item is `message`.
@@ -82,6 +88,7 @@ class McpSession {
   int64_t in_flight() const;
 
   bool initialized() const { return initialized_.load(); }
+  uint64_t connection() const { return connection_; }
   std::string protocol_version() const;
 
  private:
@@ -94,6 +101,7 @@ class McpSession {
                                      const std::shared_ptr<CancelToken>& token);
 
   ToolBackend& backend_;
+  const uint64_t connection_;
   Sender send_;
   RelatedSender related_;
   std::atomic<bool> initialized_{false};

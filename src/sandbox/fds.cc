@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "process/wire.h"
 
@@ -30,8 +31,9 @@ bool CloseRange(unsigned first, unsigned last, bool* fell_back) {
   return true;
 }
 
-// True when the only open fds are 0, 1, 2, status_fd and the results fd.
-bool OnlyExpectedOpen(int status_fd) {
+// True when the only open fds are 0, 1, 2, status_fd, the results fd and
+// (for a session) its socket.
+bool OnlyExpectedOpen(int status_fd, bool session) {
   DIR* d = opendir("/proc/self/fd");
   if (!d) return false;
   int self = dirfd(d);
@@ -39,7 +41,10 @@ bool OnlyExpectedOpen(int status_fd) {
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     int fd = atoi(e->d_name);
-    if (fd > 2 && fd != status_fd && fd != ResultsFd(status_fd) && fd != self) ok = false;
+    if (fd > 2 && fd != status_fd && fd != ResultsFd(status_fd) && fd != self &&
+        !(session && fd == SessionFd(status_fd))) {
+      ok = false;
+    }
   }
   closedir(d);
   return ok;
@@ -51,29 +56,65 @@ int StatusFd(int64_t max_open_files) {
   return static_cast<int>(std::min<int64_t>(1000, max_open_files - 1));
 }
 
-bool ApplyInRunner(const std::vector<int>& fds, int status_fd) {
+namespace {
+
+// Copies above 2 first, so that moving one onto 0/1/2 cannot clobber
+// another; the open-files limit may already be in force, so stay low. Then
+// the copies go onto 0/1/2, the status and the results fd.
+bool PlaceRunFds(const std::vector<int>& fds, int status_fd, int* moved) {
   if (fds.size() != wire::kRunFdCount) return false;
-  // Copies above 2 first, so that moving one onto 0/1/2 cannot clobber
-  // another; the open-files limit may already be in force, so stay low.
-  int moved[wire::kRunFdCount];
+  const int results_fd = ResultsFd(status_fd);
   for (int i = 0; i < wire::kRunFdCount; ++i) {
     moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
-    if (moved[i] < 0 || moved[i] == status_fd || moved[i] == ResultsFd(status_fd)) return false;
+    if (moved[i] < 0 || moved[i] >= SessionFd(status_fd)) return false;
   }
-  const int results_fd = ResultsFd(status_fd);
-  if (dup2(moved[wire::kStdin], 0) < 0 || dup2(moved[wire::kStdout], 1) < 0 ||
-      dup2(moved[wire::kStderr], 2) < 0 || dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) < 0 ||
-      dup3(moved[wire::kResults], results_fd, O_CLOEXEC) < 0) {
-    return false;
-  }
+  return dup2(moved[wire::kStdin], 0) >= 0 && dup2(moved[wire::kStdout], 1) >= 0 &&
+         dup2(moved[wire::kStderr], 2) >= 0 &&
+         dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) >= 0 &&
+         dup3(moved[wire::kResults], results_fd, O_CLOEXEC) >= 0;
+}
+
+}  // namespace
+
+bool ApplyInRunner(const std::vector<int>& fds, int status_fd, int session_sock) {
+  int moved[wire::kRunFdCount];
+  if (!PlaceRunFds(fds, status_fd, moved)) return false;
+  const bool session = session_sock >= 0;
+  if (session && dup3(session_sock, SessionFd(status_fd), O_CLOEXEC) < 0) return false;
   // Everything else goes. close_range's success is the kernel's word; after
   // the fallback, a check that none is left, so that a layer reporting
   // success really holds.
   bool fell_back = false;
-  if (!CloseRange(3, results_fd - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
+  const int below = session ? SessionFd(status_fd) : ResultsFd(status_fd);
+  if (!CloseRange(3, below - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
     return false;
   }
-  return !fell_back || OnlyExpectedOpen(status_fd);
+  return !fell_back || OnlyExpectedOpen(status_fd, session);
+}
+
+bool ApplyCell(const std::vector<int>& fds, int status_fd) {
+  int moved[wire::kRunFdCount];
+  std::fill(std::begin(moved), std::end(moved), -1);
+  bool ok = PlaceRunFds(fds, status_fd, moved);
+  // The cell's code may hold low fds of its own (state kept across cells):
+  // only the copies made here and the received ones are closed.
+  for (int i = 0; i < wire::kRunFdCount && i < static_cast<int>(fds.size()); ++i) {
+    if (moved[i] >= 0) close(moved[i]);
+    close(fds[i]);
+  }
+  return ok;
+}
+
+void DetachCell(int status_fd) {
+  // Without /dev/null, fds 0/1/2 keep the last cell's pipes, whose reading
+  // ends the supervisor closes (writes then fail with EPIPE).
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
+    close(null_fd);
+  }
+  close(ResultsFd(status_fd));
+  close(status_fd);
 }
 
 }  // namespace mcpexec::sandbox::fds

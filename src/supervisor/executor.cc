@@ -69,6 +69,11 @@ RunEnd EndForSignal(int sig) {
   }
 }
 
+// After a kill, the zygote confirms the end within this; after the exit, the
+// pipes close as soon as what the run left behind is killed.
+constexpr auto kKillGrace = std::chrono::seconds(5);
+constexpr auto kPipeGrace = std::chrono::seconds(2);
+
 int64_t Millis(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -107,10 +112,14 @@ void Executor::CleanerLoop() {
     cleanups_.pop_front();
     lock.unlock();
     {
-      // The run's end was confirmed before its answer (or the run was lost,
+      // A run's end was confirmed before its answer (or the run was lost,
       // and the zygote that held it is gone): nothing to wait for here, so
-      // cleanups never queue behind each other.
-      std::lock_guard<std::mutex> slot_lock(c.slot->mu);
+      // cleanups never queue behind each other. A session's interpreter was
+      // killed just now: its end comes within the kill grace.
+      std::unique_lock<std::mutex> slot_lock(c.slot->mu);
+      if (c.wait_for_end) {
+        c.slot->cv.wait_for(slot_lock, kKillGrace, [&] { return c.slot->exited || c.slot->lost; });
+      }
       if (!c.slot->exited && !c.slot->lost) {
         log::Warn("run_end_unconfirmed", {{"run_id", c.run_id}});
       }
@@ -225,6 +234,13 @@ class StatusReader {
     verdict_.error[sizeof verdict_.error - 1] = '\0';
     return &verdict_;
   }
+  // A session cell's end record at offset (after the verdict on a session's
+  // first cell, else first), once all of it is there.
+  bool cell_done(size_t offset, wire::CellDone* done) const {
+    if (len_ < offset + sizeof *done) return false;
+    memcpy(done, buf_ + offset, sizeof *done);
+    return done->magic == wire::kCellDoneMagic;
+  }
   // The runtime's note after the verdict, if any.
   uint32_t note() const {
     wire::RunNote n{};
@@ -239,10 +255,6 @@ class StatusReader {
   wire::LockdownVerdict verdict_{};
 };
 
-// After a kill, the zygote confirms the end within this; after the exit, the
-// pipes close as soon as what the run left behind is killed.
-constexpr auto kKillGrace = std::chrono::seconds(5);
-constexpr auto kPipeGrace = std::chrono::seconds(2);
 // How often a call that asked for progress hears of its run.
 constexpr auto kProgressEvery = std::chrono::seconds(1);
 constexpr size_t kRecentBytes = 2048;
@@ -344,12 +356,36 @@ struct Executor::RunIo {
   std::string lost_reason{};
   size_t stdin_off = 0;
   Clock::time_point kill_deadline{}, pipe_deadline{};
+  // A session's cell: it ends with its CellDone record, and a deadline or a
+  // cancellation interrupts it first.
+  SessionRun* session = nullptr;
+  std::chrono::milliseconds interrupt_grace{0};
+  bool cell_done = false, interrupted = false, ignored_interrupt = false;
+  wire::CellDone done{};
+  Clock::time_point interrupt_deadline{};
 
   void Kill(ZygoteClient& zygote) {
     if (killed) return;
     killed = true;
     zygote.Kill(run_id);
     kill_deadline = Clock::now() + kKillGrace;
+  }
+  // A one-shot run is killed; a session's cell gets KeyboardInterrupt, and
+  // is killed only if it has not ended within the grace.
+  void Stop(ZygoteClient& zygote) {
+    if (!session) return Kill(zygote);
+    if (interrupted) return;
+    interrupted = true;
+    zygote.Interrupt(run_id);
+    interrupt_deadline = Clock::now() + interrupt_grace;
+  }
+  bool ended() const {
+    if (session && cell_done) return true;
+    return exited && !out.open && !err.open && !results_open;
+  }
+  // Where the status pipe's end record of a session cell starts.
+  size_t done_offset() const {
+    return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
   }
 };
 
@@ -403,6 +439,160 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   return outcome;
 }
 
+std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, const RunRequest& req,
+                                                        CancelToken& cancel,
+                                                        const Progress& progress,
+                                                        std::chrono::milliseconds interrupt_grace) {
+  const auto queued_at = Clock::now();
+  if (auto refused = AcquireSlot(cancel)) return *refused;
+  SlotGuard slot_guard(scheduler_);  // an idle session holds none: only its cells
+  RunOutcome outcome;
+  outcome.queue_ms = Millis(Clock::now() - queued_at);
+  RunFds fds;
+  std::optional<std::string> error;
+  if (!session.started()) {
+    Workdir workdir;
+    error = PrepareWorkdir(&workdir);
+    session.slot = error ? nullptr : RunSlot::Make();
+    if (!error && !session.slot) error = std::string("eventfd: ") + strerror(errno);
+    session.run_id = next_run_id_++;
+    session.workdir = workdir.Release();
+    session.active = std::make_shared<ActiveRun>(*this);
+  }
+  if (!error && !fds.Make(req)) error = std::string("pipes: ") + strerror(errno);
+  if (error) {
+    log::Error("run_not_started", {{"run_id", session.run_id}, {"error", *error}});
+    session.ended = "its interpreter could not be started";
+    return "internal error: " + *error;
+  }
+  const auto started_at = Clock::now();
+  if (auto refused = HandCell(session, req, fds)) {
+    session.ended = "its interpreter could not be reached";
+    return *refused;
+  }
+  RunIo io{session.run_id,
+           req,
+           cancel,
+           *session.slot,
+           fds,
+           outcome,
+           started_at,
+           config_.max_output_bytes,
+           config_.tail_bytes,
+           ResultsReader(ResultLimitsFor(config_)),
+           Stream(&outcome.stdout_data),
+           Stream(&outcome.stderr_data),
+           progress};
+  io.next_progress = started_at + kProgressEvery;
+  io.session = &session;
+  io.interrupt_grace = interrupt_grace;
+  PumpUntilEnded(io);
+  outcome.duration_ms = Millis(Clock::now() - io.started_at);
+  std::optional<std::string> tool_error = SettleCell(io, session);
+  ++session.cells;
+  Report(session.run_id, req, outcome, tool_error.has_value(), session.cells);
+  if (tool_error) return *tool_error;
+  return outcome;
+}
+
+std::optional<std::string> Executor::HandCell(SessionRun& session, const RunRequest& req,
+                                              RunFds& fds) {
+  if (session.cells == 0) {
+    return Handover(session.run_id, req, session.workdir, fds, session.slot, session.cpu_budget_s);
+  }
+  wire::RunParams params{};
+  params.timeout_s = req.timeout_s;
+  params.session_cpu_s = session.cpu_budget_s;
+  std::string error;
+  if (!zygote_.SendCell(session.run_id, params, fds.RunnerEnds().data(), &error)) return error;
+  fds.CloseRunnerEnds();
+  if (req.stdin_data.empty()) fds.in_w.Reset();
+  return std::nullopt;
+}
+
+namespace {
+
+std::string DescribeStatus(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    const char* name = sigabbrev_np(sig);
+    return "was ended by signal " + std::to_string(sig) +
+           (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+}
+
+}  // namespace
+
+std::string Executor::WhyInterpreterEnded(const RunIo& io) {
+  if (io.lost) return "the sandbox restarted and took its interpreter with it";
+  if (io.ignored_interrupt) {
+    return "its cell did not stop within " + std::to_string(io.interrupt_grace.count()) +
+           " ms of KeyboardInterrupt (after " +
+           (io.timed_out ? "its " + std::to_string(io.req.timeout_s) + " s timeout"
+                         : std::string("a cancellation")) +
+           "), so its interpreter was killed";
+  }
+  if (io.cancelled && io.cancel.reason() == CancelReason::kShutdown) {
+    return "the server is shutting down";
+  }
+  if (io.stuck) return "the sandbox did not confirm the end of its interpreter";
+  if (io.oom_killed) return "its interpreter passed its memory limit and was killed";
+  if (!io.exited) return "its interpreter was killed";
+  return "its interpreter " + DescribeStatus(io.wait_status);
+}
+
+// A session cell's outcome. While the interpreter lives, the cell's exit
+// status and reason come from its end record (the session's own word about
+// its own cell); its death, and how, from the zygote. The verdict is read
+// on the first cell only: later cells run in an interpreter already locked
+// down.
+std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) {
+  RunOutcome& o = io.outcome;
+  if (!io.cell_done || io.killed) {
+    // The interpreter is gone, or going: it was killed.
+    session.ended = WhyInterpreterEnded(io);
+  }
+  if (!io.cell_done) return Settle(io);  // the outcome of a run that ended
+  if (session.cells == 0) {
+    const wire::LockdownVerdict* v = io.status.verdict();
+    if (!v || !v->ok) {
+      session.ended = "its interpreter could not be locked down";
+      return std::string("the sandbox could not lock this session down") +
+             (v ? std::string(": ") + v->error : std::string());
+    }
+    session.lockdown_us = v->lockdown_us;
+    session.lockdown_ahead_us = v->ahead_us;
+  }
+  o.lockdown_us = session.cells == 0 ? session.lockdown_us : 0;
+  o.lockdown_ahead_us = session.cells == 0 ? session.lockdown_ahead_us : 0;
+  const auto tail = static_cast<size_t>(io.tail_bytes);
+  o.stdout_lost = io.out.lost;
+  o.stderr_lost = io.err.lost;
+  if (io.out.lost) o.stdout_tail = std::string(Utf8Tail(io.out.last, tail));
+  if (io.err.lost) o.stderr_tail = std::string(Utf8Tail(io.err.last, tail));
+  io.results.Finish(&o);
+  o.exit_code = io.done.status & 0xFF;
+  if (io.timed_out) {
+    o.exit_code = -1;
+    o.end = RunEnd::kTimeout;
+  } else if (io.cancelled) {
+    o.exit_code = -1;
+    o.end = RunEnd::kCancelled;
+  } else if (io.done.reason == wire::kReasonMemory && o.exit_code == 1) {
+    o.end = RunEnd::kMemory;
+  }
+  return std::nullopt;
+}
+
+void Executor::EndSession(SessionRun& session) {
+  if (!session.started()) return;
+  zygote_.Kill(session.run_id);
+  session.active.reset();
+  QueueCleanup({session.run_id, session.slot, std::exchange(session.workdir, std::string()), true});
+  session.slot.reset();
+}
+
 std::optional<std::string> Executor::AcquireSlot(CancelToken& cancel) {
   // A cancelled call leaves the queue at once: the token wakes the scheduler.
   cancel.OnCancel([this] { scheduler_.Wake(); });
@@ -432,10 +622,12 @@ std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
 
 std::optional<std::string> Executor::Handover(uint64_t run_id, const RunRequest& req,
                                               const std::string& workdir, RunFds& fds,
-                                              const std::shared_ptr<RunSlot>& slot) {
+                                              const std::shared_ptr<RunSlot>& slot,
+                                              int64_t session_cpu_s) {
   wire::RunParams params{};
   snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
   params.timeout_s = req.timeout_s;
+  params.session_cpu_s = session_cpu_s;
   std::string launch_error;
   if (!zygote_.Launch(run_id, params, fds.RunnerEnds().data(), slot, &launch_error)) {
     return launch_error;
@@ -445,21 +637,31 @@ std::optional<std::string> Executor::Handover(uint64_t run_id, const RunRequest&
   return std::nullopt;
 }
 
+void Executor::OnDeadline(RunIo& io, Clock::time_point now) {
+  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
+  if (!io.killed && !io.timed_out && now >= deadline) {
+    io.timed_out = true;
+    io.Stop(zygote_);
+  }
+  if (io.interrupted && !io.killed && !io.cell_done && now >= io.interrupt_deadline) {
+    io.ignored_interrupt = true;  // native code that never checks for signals
+    io.Kill(zygote_);
+  }
+  if (io.killed && !io.exited && now >= io.kill_deadline) {
+    io.stuck = true;  // the sandbox did not confirm the end: not a result
+  }
+}
+
 void Executor::PumpUntilEnded(RunIo& io) {
   const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
-  while (!io.exited || io.out.open || io.err.open || io.results_open) {
+  while (!io.ended()) {
     auto now = Clock::now();
-    if (!io.killed && now >= deadline) {
-      io.timed_out = true;
-      io.Kill(zygote_);
-    }
-    if (io.killed && !io.exited && now >= io.kill_deadline) {
-      io.stuck = true;  // the sandbox did not confirm the end: not a result
-      break;
-    }
+    OnDeadline(io, now);
+    if (io.stuck) break;
     if (io.exited && now >= io.pipe_deadline) break;
     if (io.progress && now >= io.next_progress) ReportProgress(io);
     auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
+    if (io.interrupted && !io.killed) until = io.interrupt_deadline;
     if (io.progress) until = std::min(until, io.next_progress);
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
 
@@ -470,7 +672,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
         {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
         {io.results_open ? io.fds.res_r.get() : -1, POLLIN, 0},
         {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
-        {io.cancel.fd(), POLLIN, 0},
+        {io.cancelled ? -1 : io.cancel.fd(), POLLIN, 0},
         {io.slot.wake_fd(), POLLIN, 0},
     };
     int rc = poll(p, kCount, timeout_ms);
@@ -487,16 +689,29 @@ void Executor::PumpUntilEnded(RunIo& io) {
       io.status_open = false;
       io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
     }
+    if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
     if (p[kStdin].revents) FeedStdin(io);
     if (p[kCancel].revents && !io.cancelled) {
       io.cancelled = true;
-      io.Kill(zygote_);
+      // The server's shutdown ends a session's interpreter too.
+      if (io.cancel.reason() == CancelReason::kShutdown) {
+        io.Kill(zygote_);
+      } else {
+        io.Stop(zygote_);
+      }
     }
     if (p[kWake].revents) OnSlotChanged(io);
     if (io.lost) break;
   }
-  // What the status pipe still holds (the verdict of a run that ended fast).
+  // What the pipes still hold: the verdict of a run that ended fast, and
+  // what a session's cell wrote before its end record (already in the pipes:
+  // written first by the same thread).
   if (io.status_open) io.status.Read(io.fds.st_r.get());
+  if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
+  if (io.session && io.cell_done) {
+    if (io.out.open) Drain(io, io.fds.out_r.get(), io.out);
+    if (io.err.open) Drain(io, io.fds.err_r.get(), io.err);
+  }
   if (io.results_open) io.results.Read(io.fds.res_r.get());
   io.fds.in_w.Reset();
 }
@@ -583,17 +798,21 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
   if (io.stuck) {
     return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
   }
-  const wire::LockdownVerdict* v = io.status.verdict();
-  if (!v) {
+  if (io.session && io.session->cells > 0) {
+    // A later cell of a session: its interpreter was locked down before the
+    // first one ran.
+  } else if (const wire::LockdownVerdict* v = io.status.verdict(); !v) {
     std::string how = !io.exited ? "it was ended before its lockdown finished"
                       : WIFSIGNALED(io.wait_status)
                           ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
                           : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
     return "the sandbox could not start this run: " + how + " before its lockdown finished";
+  } else if (!v->ok) {
+    return std::string("the sandbox could not lock this run down: ") + v->error;
+  } else {
+    o.lockdown_us = v->lockdown_us;
+    o.lockdown_ahead_us = v->ahead_us;
   }
-  if (!v->ok) return std::string("the sandbox could not lock this run down: ") + v->error;
-  o.lockdown_us = v->lockdown_us;
-  o.lockdown_ahead_us = v->ahead_us;
   const auto tail = static_cast<size_t>(io.tail_bytes);
   o.stdout_lost = io.out.lost;
   o.stderr_lost = io.err.lost;
@@ -630,9 +849,11 @@ void Executor::QueueCleanup(Cleanup c) {
   cv_.notify_all();
 }
 
-void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o, bool failed) {
+void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o, bool failed,
+                      int cell) {
   const bool timed_out = o.end == RunEnd::kTimeout;
   log::Info("run", {{"run_id", run_id},
+                    {"cell", cell},
                     {"exit_code", o.exit_code},
                     {"duration_ms", o.duration_ms},
                     {"queue_ms", o.queue_ms},

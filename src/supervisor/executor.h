@@ -30,6 +30,22 @@
 
 namespace mcpexec {
 
+// A session's interpreter as the executor keeps it between cells: the run
+// that started it (its id, its slot with the zygote, its working directory).
+// Owned by the session pool; one cell at a time.
+struct SessionRun {
+  int64_t cpu_budget_s = 0;  // the interpreter's CPU limit for its whole life
+  uint64_t run_id = 0;
+  std::shared_ptr<RunSlot> slot;  // null until the first cell started it
+  std::string workdir;
+  std::shared_ptr<void> active;                    // its place in the /dev/shm purge's record
+  int cells = 0;                                   // cells run so far
+  int32_t lockdown_us = 0, lockdown_ahead_us = 0;  // its first cell's
+  // Set when the interpreter is gone (or must go): why, in plain words.
+  std::string ended;
+  bool started() const { return slot != nullptr; }
+};
+
 class Executor {
  public:
   Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Metrics* metrics);
@@ -47,6 +63,19 @@ class Executor {
   using Progress = std::function<void(double seconds, const std::string& newest_output)>;
   std::variant<RunOutcome, std::string> Run(const RunRequest& req, CancelToken& cancel,
                                             const Progress& progress = nullptr);
+
+  // One cell in a session: starts its interpreter on the first (a run that
+  // stays alive), else hands the cell to it. A timeout or a cancellation
+  // interrupts the cell (KeyboardInterrupt) and the interpreter lives on,
+  // unless the cell ignores it for interrupt_grace; then the interpreter is
+  // killed. When the interpreter is gone after the cell, session.ended says
+  // why (the caller then calls EndSession).
+  std::variant<RunOutcome, std::string> RunCell(SessionRun& session, const RunRequest& req,
+                                                CancelToken& cancel, const Progress& progress,
+                                                std::chrono::milliseconds interrupt_grace);
+  // Kills the session's interpreter, if any, and removes its directory off
+  // the caller's path.
+  void EndSession(SessionRun& session);
 
   // Gives back an admitted place without running (the run was refused).
   void Withdraw() { scheduler_.Withdraw(); }
@@ -68,20 +97,27 @@ class Executor {
   std::optional<std::string> PrepareWorkdir(Workdir* workdir);
   std::optional<std::string> Handover(uint64_t run_id, const RunRequest& req,
                                       const std::string& workdir, RunFds& fds,
-                                      const std::shared_ptr<RunSlot>& slot);
+                                      const std::shared_ptr<RunSlot>& slot,
+                                      int64_t session_cpu_s = 0);
+  std::optional<std::string> HandCell(SessionRun& session, const RunRequest& req, RunFds& fds);
   void PumpUntilEnded(RunIo& io);
   std::optional<std::string> Settle(RunIo& io);
-  void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed);
+  std::optional<std::string> SettleCell(RunIo& io, SessionRun& session);
+  static std::string WhyInterpreterEnded(const RunIo& io);
+  void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed,
+              int cell = 0);
   // Within the pump.
   void FeedStdin(RunIo& io);
   void Drain(RunIo& io, int fd, Stream& s);
   void OnSlotChanged(RunIo& io);
+  void OnDeadline(RunIo& io, Clock::time_point now);
   void ReportProgress(RunIo& io);
 
   struct Cleanup {
     uint64_t run_id;
     std::shared_ptr<RunSlot> slot;
     std::string workdir;
+    bool wait_for_end = false;  // killed just now (a session's interpreter)
   };
   void QueueCleanup(Cleanup c);
   void CleanerLoop();

@@ -352,19 +352,12 @@ bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const 
     *error = "the sandbox is not available (it is restarting or failed to start); try again";
     return false;
   }
-  int control;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    control = control_.get();
     runs_[run_id] = slot;
   }
-  wire::Header h{wire::Type::kRun, 0, run_id, 0};
-  bool ok;
-  {
-    std::lock_guard<std::mutex> lock(send_mu_);
-    ok = wire::Send(control, h, &params, sizeof params, fds, wire::kRunFdCount);
-  }
-  if (!ok) {
+  if (!SendControl({wire::Type::kRun, 0, run_id, 0}, &params, sizeof params, fds,
+                   wire::kRunFdCount)) {
     *error = std::string("could not reach the sandbox: ") + strerror(errno);
     std::lock_guard<std::mutex> lock(mu_);
     runs_.erase(run_id);
@@ -373,16 +366,37 @@ bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const 
   return true;
 }
 
-void ZygoteClient::Kill(uint64_t run_id) {
+bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_t len,
+                               const int* fds, int nfds) {
   int control;
   {
     std::lock_guard<std::mutex> lock(mu_);
     control = control_.get();
   }
-  if (control < 0) return;
-  wire::Header h{wire::Type::kKill, 0, run_id, 0};
+  if (control < 0) {
+    errno = ENOTCONN;
+    return false;
+  }
   std::lock_guard<std::mutex> lock(send_mu_);
-  wire::Send(control, h, nullptr, 0, nullptr, 0);
+  return wire::Send(control, h, payload, len, fds, nfds);
+}
+
+void ZygoteClient::Kill(uint64_t run_id) {
+  SendControl({wire::Type::kKill, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+}
+
+void ZygoteClient::Interrupt(uint64_t run_id) {
+  SendControl({wire::Type::kInterrupt, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+}
+
+bool ZygoteClient::SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,
+                            std::string* error) {
+  if (SendControl({wire::Type::kCell, 0, run_id, 0}, &params, sizeof params, fds,
+                  wire::kRunFdCount)) {
+    return true;
+  }
+  *error = std::string("could not reach the sandbox: ") + strerror(errno);
+  return false;
 }
 
 void ZygoteClient::Shutdown() {

@@ -65,6 +65,12 @@ class ZygoteClient {
   bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
               std::shared_ptr<RunSlot> slot, std::string* error);
   void Kill(uint64_t run_id);
+  // A session's next cell, to the interpreter the run run_id started (fds:
+  // the cell's runner ends, as for Launch). False if the sandbox cannot be
+  // reached; a session that is gone reports its end on its slot instead.
+  bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds, std::string* error);
+  // SIGINT to a session's interpreter (KeyboardInterrupt in its cell).
+  void Interrupt(uint64_t run_id);
   // Closes the control socket (the zygote then kills every runner and exits)
   // and reaps it.
   void Shutdown();
@@ -93,6 +99,9 @@ class ZygoteClient {
   bool BuryZygote();
   void Restart();
   void FailAllRuns(const std::string& reason);
+  // One message to the zygote (under send_mu_); false with errno set.
+  bool SendControl(const wire::Header& h, const void* payload, size_t len, const int* fds,
+                   int nfds);
 
   const Config& config_;
   mutable std::mutex mu_;

@@ -54,7 +54,17 @@ json ExecInputSchema() {
            "wall-clock timeout in seconds (0 or absent: the default; "
            "clamped to 1..max)"}}},
         {"stdin", {{"type", "string"}, {"description", "text fed to the program's stdin"}}},
-        {"files", FilesSchema()}}},
+        {"files", FilesSchema()},
+        {"session",
+         {{"type", "string"},
+          {"pattern", "^[A-Za-z0-9._-]{1,64}$"},
+          {"description",
+           "run in the live Python session of this name (created on first use): globals, "
+           "imports and files in the working directory persist between calls with the same "
+           "name on this connection; omit for a fresh process"}}},
+        {"reset",
+         {{"type", "boolean"},
+          {"description", "with session: end that session and start it afresh before running"}}}}},
       {"required", {"code"}},
       {"additionalProperties", false},
   };
@@ -81,7 +91,20 @@ json ExecOutputSchema() {
            "file_size (a file grew past the disk limit, SIGXFSZ), seccomp (a forbidden system "
            "call, SIGSYS), signal (another signal; see signal), cancelled (the client cancelled "
            "the call), shutdown (the server stopped during the run; the output so far is kept)"}}},
-        {"queue_ms", {{"type", "integer"}, {"description", "time spent waiting for a slot"}}},
+        {"queue_ms",
+         {{"type", "integer"},
+          {"description", "time spent waiting for a slot (and for the session's earlier calls)"}}},
+        {"session", {{"type", "string"}, {"description", "the session this call ran in"}}},
+        {"session_new",
+         {{"type", "boolean"},
+          {"description",
+           "true when this call started the session's interpreter: any state an earlier call "
+           "left is gone"}}},
+        {"session_ended",
+         {{"type", "string"},
+          {"description",
+           "present when the session's interpreter is gone after this call, with why; the next "
+           "call with this name starts a new one"}}},
         {"stdout_tail",
          {{"type", "string"},
           {"description",
@@ -132,7 +155,8 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   std::ostringstream o;
   o << "Run Python " << (rt.python_version.empty() ? "3" : rt.python_version)
     << " code and return its stdout, stderr, exit_code, duration_ms, truncated and timed_out. "
-       "Each call is a fresh process started from a pre-warmed interpreter; nothing persists "
+       "Without session, each call is a fresh process started from a pre-warmed interpreter; "
+       "nothing persists "
        "between calls. The code runs as __main__ in a private, writable working directory "
        "that is removed afterwards. Print what you want back.";
   o << " Importable packages besides the standard library: ";
@@ -161,6 +185,14 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
        "last "
     << c.tail_bytes << " bytes.";
+  o << " Pass session (a name) to keep a live interpreter across calls: variables, imports and "
+       "files persist, so load data once and explore it over several calls, and a call into a "
+       "session skips the process start. State can be lost (idle for "
+    << (c.py_session_idle_s % 60 == 0 ? std::to_string(c.py_session_idle_s / 60) + " min"
+                                      : std::to_string(c.py_session_idle_s) + " s")
+    << ", a crash, a timeout the code ignores, a restart): the result "
+       "then says session_new true, so rebuild it; a timeout or cancel in a session raises "
+       "KeyboardInterrupt and keeps the state.";
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;
   o << " A non-zero exit, an exception or a timeout is a normal result, not an error.";
   return o.str();
@@ -309,6 +341,40 @@ std::optional<std::string> ValidateFiles(const json& files, const Config& c,
   return std::nullopt;
 }
 
+bool IsValidSessionName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char ch : name) {
+    bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// `session` and `reset` of a call.
+std::optional<std::string> ValidateSession(const json& a, ExecRequest* req) {
+  if (auto it = a.find("session"); it != a.end() && !it->is_null()) {
+    if (!it->is_string()) return std::string("session must be a string, not ") + it->type_name();
+    req->session = it->get<std::string>();
+    if (!IsValidSessionName(req->session)) {
+      return "session " + json(req->session).dump() +
+             " is not a valid name: use 1-64 characters of A-Z a-z 0-9 . _ -";
+    }
+  }
+  if (auto it = a.find("reset"); it != a.end() && !it->is_null()) {
+    if (!it->is_boolean()) return std::string("reset must be a boolean, not ") + it->type_name();
+    req->reset = it->get<bool>();
+    if (req->reset && req->session.empty()) {
+      return std::string("reset needs a session: name the session to start afresh");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, const Config& c) {
   static const json kEmpty = json::object();
   const json& a = args.is_object() ? args : kEmpty;
@@ -321,8 +387,9 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   // 2. unknown arguments, then types
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
-        it.key() != "files") {
-      return "unknown argument: " + it.key() + " (accepted: code, timeout_s, stdin, files)";
+        it.key() != "files" && it.key() != "session" && it.key() != "reset") {
+      return "unknown argument: " + it.key() +
+             " (accepted: code, timeout_s, stdin, files, session, reset)";
     }
   }
   std::optional<int64_t> timeout;
@@ -352,6 +419,7 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   if (auto it = a.find("files"); it != a.end()) {
     if (auto err = ValidateFiles(*it, c, &req.files)) return *err;
   }
+  if (auto err = ValidateSession(a, &req)) return *err;
   return req;
 }
 
@@ -367,6 +435,11 @@ json StructuredResult(const ExecResult& r) {
   };
   if (r.signal) j["signal"] = r.signal;
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (!r.session.empty()) {
+    j["session"] = r.session;
+    j["session_new"] = r.session_new;
+    if (!r.session_ended.empty()) j["session_ended"] = r.session_ended;
+  }
   if (r.stdout_lost) j["stdout_tail"] = RepairUtf8(r.stdout_tail);
   if (r.stderr_lost) j["stderr_tail"] = RepairUtf8(r.stderr_tail);
   if (r.has_result) {

@@ -20,6 +20,10 @@ struct ExecRequest {
   int64_t timeout_s = 0;  // already defaulted and clamped
   // `files`: relative path -> content (decoded), checked.
   std::vector<std::pair<std::string, std::string>> files;
+  // `session`: run in the live interpreter of this name (checked: 1-64 of
+  // A-Za-z0-9._-); empty: a one-shot run. `reset`: start it afresh first.
+  std::string session;
+  bool reset = false;
 };
 
 // The tool's result: the run's outcome (supervisor/run.h: streams, exit,
@@ -27,7 +31,15 @@ struct ExecRequest {
 struct ExecResult : RunOutcome {
   bool timed_out = false;
   std::string reason;  // "", "timeout", "signal", "cancelled", ... (RunEndName)
+  // A session call's: its name, whether this call started its interpreter,
+  // and why the interpreter is gone after this call ("" while it lives).
+  std::string session;
+  bool session_new = false;
+  std::string session_ended;
 };
+
+// A valid session name: 1-64 characters of A-Za-z0-9._-
+bool IsValidSessionName(const std::string& name);
 
 // The MIME type an out/ file is returned with, from its name.
 std::string MimeTypeForPath(const std::string& path);

@@ -8,11 +8,13 @@ namespace mcpexec {
 using json = nlohmann::json;
 
 ExecBackend::ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
-                         Executor& executor, Metrics& metrics, std::string sandbox_summary)
+                         Executor& executor, SessionPool& sessions, Metrics& metrics,
+                         std::string sandbox_summary)
     : config_(config),
       zygote_(zygote),
       scheduler_(scheduler),
       executor_(executor),
+      sessions_(sessions),
       metrics_(metrics),
       sandbox_summary_(std::move(sandbox_summary)) {}
 
@@ -29,6 +31,7 @@ std::string ExecBackend::MetricsText(int64_t sessions, int64_t streams) const {
   g.zygote_restarts = zygote_.restarts();
   g.sessions = sessions;
   g.streams = streams;
+  g.py_sessions = sessions_.live();
   return metrics_.Render(g);
 }
 
@@ -47,7 +50,8 @@ json ExecBackend::ToolDescriptor() const {
   };
 }
 
-std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments) {
+std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
+                                                          uint64_t connection) {
   auto validated = ValidateExecArguments(arguments, config_);
   if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
   if (!scheduler_.Admit()) {
@@ -57,13 +61,27 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments)
                      " runs executing and " + std::to_string(scheduler_.max_queued()) +
                      " queued (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE); try again shortly");
   }
-  return Work([this, req = std::get<ExecRequest>(std::move(validated))](CancelToken& cancel,
-                                                                        const Progress& progress) {
-    return Execute(req, cancel, progress);
+  ExecRequest req = std::get<ExecRequest>(std::move(validated));
+  // A session call takes its place in the session's line now, so calls to
+  // one session run in the order they arrived.
+  std::shared_ptr<SessionPool::Ticket> ticket;
+  if (!req.session.empty()) {
+    std::string error;
+    ticket = sessions_.Reserve(connection, req.session, &error);
+    if (!ticket) {
+      executor_.Withdraw();
+      log::Warn("py_sessions_at_capacity", {{"max_py_sessions", config_.max_py_sessions}});
+      return ToolError(error);
+    }
+  }
+  return Work([this, req = std::move(req), ticket = std::move(ticket)](CancelToken& cancel,
+                                                                       const Progress& progress) {
+    return Execute(req, cancel, progress, ticket.get());
   });
 }
 
-json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress) {
+json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress,
+                          SessionPool::Ticket* ticket) {
   // Fail closed: without its required layers the sandbox runs nothing.
   std::string refusal = SandboxRefusal(zygote_.report());
   if (!refusal.empty()) {
@@ -71,9 +89,25 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
     return ToolError("this server refuses to run code: " + refusal +
                      ". Run `mcp-exec doctor` for details.");
   }
-  auto outcome = executor_.Run(ToRunRequest(req), cancel, progress);
-  if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
-  return ToolResult(ToExecResult(std::get<RunOutcome>(std::move(outcome))));
+  if (!ticket) {
+    auto outcome = executor_.Run(ToRunRequest(req), cancel, progress);
+    if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
+    return ToolResult(ToExecResult(std::get<RunOutcome>(std::move(outcome))));
+  }
+  SessionPool::CellOutcome cell =
+      sessions_.Run(*ticket, req.reset, ToRunRequest(req), cancel, progress);
+  if (auto* err = std::get_if<std::string>(&cell.result)) {
+    std::string message = "session \"" + req.session + "\": " + *err;
+    if (!cell.ended.empty()) {
+      message += " (the session ended: " + cell.ended + "; the next call starts a new one)";
+    }
+    return ToolError(message);
+  }
+  ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(cell.result)));
+  r.session = req.session;
+  r.session_new = cell.is_new;
+  r.session_ended = cell.ended;
+  return ToolResult(r);
 }
 
 RunRequest ToRunRequest(const ExecRequest& req) {

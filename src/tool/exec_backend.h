@@ -10,6 +10,7 @@
 #include "protocol/health.h"
 #include "protocol/mcp_session.h"
 #include "supervisor/executor.h"
+#include "supervisor/sessions.h"
 #include "tool/contract.h"
 
 namespace mcpexec {
@@ -17,12 +18,14 @@ namespace mcpexec {
 class ExecBackend : public ToolBackend, public ServerHealth {
  public:
   ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
-              Metrics& metrics, std::string sandbox_summary);
+              SessionPool& sessions, Metrics& metrics, std::string sandbox_summary);
 
   // ToolBackend
   nlohmann::json ToolDescriptor() const override;
   std::string ToolName() const override { return ExecToolName(); }
-  std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments) override;
+  std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
+                                            uint64_t connection) override;
+  void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
 
   // ServerHealth
   bool Ready() const override;
@@ -30,12 +33,14 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   void RecordHttpRefused(int status) override { metrics_.RecordHttpRefused(status); }
 
  private:
-  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress);
+  nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress,
+                         SessionPool::Ticket* ticket);
 
   const Config& config_;
   ZygoteClient& zygote_;
   Scheduler& scheduler_;
   Executor& executor_;
+  SessionPool& sessions_;
   Metrics& metrics_;
   std::string sandbox_summary_;
 };

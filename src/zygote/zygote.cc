@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -28,6 +29,7 @@
 #include "process/wire.h"
 #include "process/zygote_args.h"
 #include "sandbox/fds.h"
+#include "sandbox/limits.h"
 #include "sandbox/lockdown.h"
 #include "sandbox/namespaces.h"
 
@@ -165,42 +167,114 @@ void WriteVerdict(bool ok, const std::string& error) {
   _exit(status);
 }
 
-// The runner's fds leave their owners here: from now on they are numbers the
-// lockdown moves into place, and the process ends with _exit.
-[[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
-                                std::vector<UniqueFd> owned) {
-  std::vector<int> fds;
-  for (UniqueFd& fd : owned) fds.push_back(fd.Release());
-  embed::RunInput input;
-  if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files)) _exit(126);
-  input.limits = z.output_limits;
-  std::string error, cwd;
-  timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  bool locked =
-      sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir, params.timeout_s, &cwd, &error);
-  g_lockdown_us = MicrosSince(t0);
-  // Then only the run's fds are left (whatever the lockdown still held, such
-  // as a prepared ruleset, goes too); no code of the caller has run yet.
-  g_status_fd = sandbox::fds::StatusFd(z.sandbox.limits.max_open_files);
-  if (!sandbox::fds::ApplyInRunner(fds, g_status_fd)) _exit(126);
-  // Never run code half locked down: the supervisor turns a failed verdict
-  // into a tool error naming the layer.
-  WriteVerdict(locked, error);
-  if (!locked) Finish(125, wire::kReasonNone);
-  input.cwd = cwd;
-  input.results_fd = sandbox::fds::ResultsFd(g_status_fd);
-  bool memory_error = false;
-  int status = embed::RunCode(input, &memory_error);
-  Finish(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
-}
-
 bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds,
               wire::RunParams* params) {
   if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) return false;
   memcpy(params, payload.data(), sizeof *params);
   params->workdir[sizeof params->workdir - 1] = '\0';
   return true;
+}
+
+// A session's cell gets its own CPU time: the soft limit is what the session
+// used so far plus this cell's timeout and the slack, never above the
+// session's whole budget (the hard limit, set by the lockdown). Between
+// cells it stays there, so the session's own threads cannot spin for free.
+void SetCellCpuLimit(int64_t timeout_s) {
+  rusage ru{};
+  rlimit rl{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0 || getrlimit(RLIMIT_CPU, &rl) != 0) return;
+  auto used = static_cast<rlim_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1);
+  rlim_t soft = used + static_cast<rlim_t>(timeout_s + sandbox::limits::kCpuSlackS);
+  rl.rlim_cur = std::min(soft, rl.rlim_max);
+  setrlimit(RLIMIT_CPU, &rl);
+}
+
+void WriteCellDone(int status, uint32_t reason) {
+  wire::CellDone done{wire::kCellDoneMagic, status, reason};
+  ssize_t n;
+  do {
+    n = write(g_status_fd, &done, sizeof done);
+  } while (n < 0 && errno == EINTR);
+}
+
+// What a session's interpreter receives for its next cell.
+struct CellWait {
+  explicit CellWait(int s) : sock(s) {}
+  int sock;
+  wire::Header h{};
+  std::string payload;
+  std::vector<UniqueFd> fds;
+  int r = 0;
+};
+
+void WaitForCell(void* arg) {
+  auto* w = static_cast<CellWait*>(arg);
+  w->r = wire::Receive(w->sock, &w->h, &w->payload, &w->fds);
+}
+
+// A session's interpreter after its lockdown: runs its first cell, then
+// waits (the GIL released, so its threads go on) for the next on its socket,
+// until the socket closes or the process is killed. Its fds are numbers from
+// here on, as in RunnerExecute.
+[[noreturn]] void SessionLoop(embed::RunInput input, int64_t timeout_s) {
+  const int sock = sandbox::fds::SessionFd(g_status_fd);
+  for (int cell = 1;; ++cell) {
+    SetCellCpuLimit(timeout_s);
+    embed::DropPendingInterrupt();
+    bool memory_error = false;
+    int status = embed::RunCell(input, cell, &memory_error);
+    fflush(nullptr);
+    WriteCellDone(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
+    sandbox::fds::DetachCell(g_status_fd);
+    CellWait w(sock);
+    embed::WithoutGil(WaitForCell, &w);
+    wire::RunParams params;
+    if (w.r <= 0 || w.h.type != wire::Type::kCell || !ParseRun(w.payload, w.fds, &params)) {
+      _exit(0);  // the zygote closed the session (or sent what no cell is)
+    }
+    std::vector<int> fds;
+    for (UniqueFd& fd : w.fds) fds.push_back(fd.Release());
+    if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files) ||
+        !sandbox::fds::ApplyCell(fds, g_status_fd)) {
+      _exit(126);
+    }
+    timeout_s = params.timeout_s;
+  }
+}
+
+// The runner's fds leave their owners here: from now on they are numbers the
+// lockdown moves into place, and the process ends with _exit. session_sock:
+// where a session's interpreter takes its further cells (-1 for a one-shot
+// run).
+[[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
+                                std::vector<UniqueFd> owned, int session_sock) {
+  std::vector<int> fds;
+  for (UniqueFd& fd : owned) fds.push_back(fd.Release());
+  embed::RunInput input;
+  if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files)) _exit(126);
+  input.limits = z.output_limits;
+  const bool session = params.session_cpu_s > 0;
+  std::string error, cwd;
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  bool locked =
+      sandbox::LockdownFinish(z.sandbox, &g_lock, params.workdir,
+                              session ? params.session_cpu_s : params.timeout_s, &cwd, &error);
+  g_lockdown_us = MicrosSince(t0);
+  // Then only the run's fds are left (whatever the lockdown still held, such
+  // as a prepared ruleset, goes too); no code of the caller has run yet.
+  g_status_fd = sandbox::fds::StatusFd(z.sandbox.limits.max_open_files);
+  if (!sandbox::fds::ApplyInRunner(fds, g_status_fd, session ? session_sock : -1)) _exit(126);
+  // Never run code half locked down: the supervisor turns a failed verdict
+  // into a tool error naming the layer.
+  WriteVerdict(locked, error);
+  if (!locked) Finish(125, wire::kReasonNone);
+  input.cwd = cwd;
+  input.results_fd = sandbox::fds::ResultsFd(g_status_fd);
+  if (session) SessionLoop(std::move(input), params.timeout_s);
+  bool memory_error = false;
+  int status = embed::RunCode(input, &memory_error);
+  Finish(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
 }
 
 // fork() through CPython's hooks. Returns 0 in the child.
@@ -310,8 +384,8 @@ void ForkSpare(Zygote& z) {
         !ParseRun(payload, fds, &params)) {
       _exit(0);  // retired unused
     }
-    close(sv[1]);
-    RunnerExecute(z, params, std::move(fds));
+    // A session keeps the socket: its further cells arrive on it.
+    RunnerExecute(z, params, std::move(fds), sv[1]);
   }
   close(sv[1]);
   if (pid < 0) {
@@ -373,8 +447,7 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
     pid = ForkSandboxed(z, sv[1], &cgroup, &error);
     if (pid == 0) {
       close(sv[0]);
-      close(sv[1]);
-      RunnerExecute(z, params, std::move(fds));
+      RunnerExecute(z, params, std::move(fds), sv[1]);
     }
     int err = errno;
     close(sv[1]);
@@ -399,6 +472,40 @@ void KillRun(Zygote& z, uint64_t run_id) {
     } else {
       KillTree(pid, true);
     }
+    return;
+  }
+}
+
+// A session's next cell goes to its interpreter, on the socket it got its
+// first run on. If the session is gone, nothing is sent: its end is (or is
+// about to be) reported.
+void ForwardCell(Zygote& z, const wire::Header& h, const std::string& payload,
+                 const std::vector<UniqueFd>& fds) {
+  wire::RunParams params;
+  if (!ParseRun(payload, fds, &params)) return;
+  for (auto& [pid, run] : z.runners) {
+    if (run.run_id != h.run_id || !run.sock) continue;
+    std::vector<int> raw;
+    for (const UniqueFd& fd : fds) raw.push_back(fd.get());
+    if (!wire::Send(run.sock.get(), h, payload.data(), payload.size(), raw.data(),
+                    static_cast<int>(raw.size()))) {
+      kill(pid, SIGKILL);  // an interpreter that cannot take its cell is ended
+    }
+    return;
+  }
+}
+
+// KeyboardInterrupt for a session's cell: SIGINT to its interpreter only
+// (under its init, when runs have their own pid namespace), as Jupyter's
+// interrupt does.
+void InterruptRun(Zygote& z, uint64_t run_id) {
+  for (auto& [pid, run] : z.runners) {
+    if (run.run_id != run_id) continue;
+    if (!z.sandbox.run_pidns) {
+      kill(pid, SIGINT);
+      return;
+    }
+    for (pid_t child : Children(pid)) kill(child, SIGINT);
     return;
   }
 }
@@ -502,6 +609,10 @@ void OnControlMessage(Zygote& z) {
     StartRun(z, h, payload, std::move(fds));
   } else if (h.type == wire::Type::kKill) {
     KillRun(z, h.run_id);
+  } else if (h.type == wire::Type::kCell) {
+    ForwardCell(z, h, payload, fds);
+  } else if (h.type == wire::Type::kInterrupt) {
+    InterruptRun(z, h.run_id);
   }
 }
 

@@ -56,8 +56,15 @@ describe('mcp-exec over stdio with the MCP TypeScript SDK', () => {
     assert.equal(input.type, 'object');
     assert.deepEqual(input.required, ['code']);
     assert.equal(input.additionalProperties, false);
-    // The contract's three, and ours (optional): the input files.
-    assert.deepEqual(Object.keys(input.properties).sort(), ['code', 'files', 'stdin', 'timeout_s']);
+    // The contract's three, and ours (optional): the input files, the session.
+    assert.deepEqual(Object.keys(input.properties).sort(), [
+      'code',
+      'files',
+      'reset',
+      'session',
+      'stdin',
+      'timeout_s',
+    ]);
     assert.equal(input.properties.files.type, 'object');
     assert.equal(input.properties.code.type, 'string');
     assert.equal(input.properties.timeout_s.type, 'integer');

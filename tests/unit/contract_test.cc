@@ -127,7 +127,48 @@ TEST(ExecSchemaTest, InputSchemaIsTheContract) {
   EXPECT_EQ(s["properties"]["stdin"]["type"], "string");
   // Ours, optional (the contract allows extra fields): input files.
   EXPECT_EQ(s["properties"]["files"]["type"], "object");
-  EXPECT_EQ(s["properties"].size(), 4u);
+  // And the session: a name and a reset flag.
+  EXPECT_EQ(s["properties"]["session"]["type"], "string");
+  EXPECT_EQ(s["properties"]["session"]["pattern"], "^[A-Za-z0-9._-]{1,64}$");
+  EXPECT_EQ(s["properties"]["reset"]["type"], "boolean");
+  EXPECT_EQ(s["properties"].size(), 6u);
+}
+
+TEST(ExecSessionArgsTest, NamesAreCheckedAndResetNeedsOne) {
+  Config c;
+  auto ok = ValidateExecArguments({{"code", "x"}, {"session", "nb-1.v_2"}, {"reset", true}}, c);
+  ASSERT_TRUE(std::holds_alternative<ExecRequest>(ok));
+  EXPECT_EQ(std::get<ExecRequest>(ok).session, "nb-1.v_2");
+  EXPECT_TRUE(std::get<ExecRequest>(ok).reset);
+  for (const json& bad :
+       {json(""), json(std::string(65, 'a')), json("a b"), json("a/b"), json("é"), json("x\n")}) {
+    auto r = ValidateExecArguments({{"code", "x"}, {"session", bad}}, c);
+    ASSERT_TRUE(std::holds_alternative<std::string>(r)) << bad;
+    EXPECT_NE(std::get<std::string>(r).find("is not a valid name"), std::string::npos);
+    EXPECT_NE(std::get<std::string>(r).find(bad.dump()), std::string::npos) << "names it";
+  }
+  auto typed = ValidateExecArguments({{"code", "x"}, {"session", 7}}, c);
+  EXPECT_EQ(std::get<std::string>(typed), "session must be a string, not number");
+  auto reset_alone = ValidateExecArguments({{"code", "x"}, {"reset", true}}, c);
+  EXPECT_NE(std::get<std::string>(reset_alone).find("reset needs a session"), std::string::npos);
+  auto reset_typed = ValidateExecArguments({{"code", "x"}, {"session", "a"}, {"reset", "yes"}}, c);
+  EXPECT_EQ(std::get<std::string>(reset_typed), "reset must be a boolean, not string");
+  EXPECT_TRUE(IsValidSessionName(std::string(64, 'z')));
+}
+
+TEST(ExecSessionArgsTest, ResultNamesTheSession) {
+  ExecResult r;
+  json plain = StructuredResult(r);
+  EXPECT_FALSE(plain.contains("session"));
+  EXPECT_FALSE(plain.contains("session_new"));
+  r.session = "nb";
+  r.session_new = true;
+  json j = StructuredResult(r);
+  EXPECT_EQ(j["session"], "nb");
+  EXPECT_EQ(j["session_new"], true);
+  EXPECT_FALSE(j.contains("session_ended"));
+  r.session_ended = "its interpreter exited with status 3";
+  EXPECT_EQ(StructuredResult(r)["session_ended"], "its interpreter exited with status 3");
 }
 
 TEST(ExecSchemaTest, OutputSchemaRequiresTheSixFields) {

@@ -22,7 +22,7 @@ class FakeBackend : public ToolBackend {
  public:
   json ToolDescriptor() const override { return {{"name", "exec"}}; }
   std::string ToolName() const override { return "exec"; }
-  std::variant<Work, json> Accept(const json& arguments) override {
+  std::variant<Work, json> Accept(const json& arguments, uint64_t /*connection*/) override {
     auto validated = ValidateExecArguments(arguments, config_);
     if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
     if (full) return ToolError("the server is at capacity");

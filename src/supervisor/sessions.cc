@@ -1,0 +1,243 @@
+#include "supervisor/sessions.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+
+namespace mcpexec {
+
+struct SessionPool::Entry {
+  Key key;
+  SessionRun run;
+  std::deque<uint64_t> line;  // tickets, in arrival order; the front runs
+  bool running = false;
+  bool close_after = false;  // the connection ended while a cell ran
+  Clock::time_point born{}, last_used{};
+  std::condition_variable cv;
+};
+
+class SessionPool::Ticket {
+ public:
+  Ticket(SessionPool& pool, std::shared_ptr<Entry> entry, uint64_t id)
+      : pool_(pool), entry_(std::move(entry)), id_(id) {}
+  Ticket(const Ticket&) = delete;
+  Ticket& operator=(const Ticket&) = delete;
+  ~Ticket() { pool_.Leave(*this); }
+
+ private:
+  friend class SessionPool;
+  SessionPool& pool_;
+  std::shared_ptr<Entry> entry_;
+  uint64_t id_;
+  bool left_ = false;
+};
+
+SessionPool::SessionPool(const Config& config, Executor& executor, Metrics* metrics)
+    : config_(config), executor_(executor), metrics_(metrics) {
+  sweeper_ = std::thread([this] { SweeperLoop(); });
+}
+
+SessionPool::~SessionPool() { Shutdown(); }
+
+int64_t SessionPool::live() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(entries_.size());
+}
+
+std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
+                                                          const std::string& name,
+                                                          std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) {
+    *error = "the server is shutting down";
+    return nullptr;
+  }
+  Key key{connection, name};
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions) {
+      *error = "session \"" + name + "\" cannot start: this server already holds " +
+               std::to_string(entries_.size()) + " live Python sessions, its limit " +
+               "(MCP_EXEC_MAX_PY_SESSIONS=" + std::to_string(config_.max_py_sessions) +
+               "). Reuse a session you have, call with reset, or run without `session`.";
+      return nullptr;
+    }
+    auto e = std::make_shared<Entry>();
+    e->key = key;
+    it = entries_.emplace(key, std::move(e)).first;
+  }
+  uint64_t id = next_ticket_++;
+  it->second->line.push_back(id);
+  return std::make_shared<Ticket>(*this, it->second, id);
+}
+
+void SessionPool::Leave(Ticket& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (t.left_) return;
+  t.left_ = true;
+  Entry& e = *t.entry_;
+  auto pos = std::find(e.line.begin(), e.line.end(), t.id_);
+  if (pos != e.line.end()) e.line.erase(pos);
+  e.cv.notify_all();
+  ForgetIfDoneLocked(t.entry_);
+}
+
+void SessionPool::ForgetIfDoneLocked(const std::shared_ptr<Entry>& e) {
+  if (e->running || !e->line.empty() || e->run.started()) return;
+  auto it = entries_.find(e->key);
+  if (it != entries_.end() && it->second == e) entries_.erase(it);
+}
+
+void SessionPool::EndInterpreterLocked(Entry& e, const char* reason) {
+  if (!e.run.started()) return;
+  auto age = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - e.born).count();
+  log::Info(
+      "py_session_end",
+      {{"connection", e.key.first}, {"cells", e.run.cells}, {"age_s", age}, {"reason", reason}});
+  if (metrics_) metrics_->RecordPySessionEnd(reason);
+  executor_.EndSession(e.run);
+  e.run = SessionRun{};
+}
+
+namespace {
+
+// The interpreter died between calls (a thread of its own passed the CPU
+// limit, say), or the sandbox that held it restarted.
+bool Gone(const SessionRun& run) {
+  if (!run.started()) return false;
+  std::lock_guard<std::mutex> lock(run.slot->mu);
+  return run.slot->exited || run.slot->lost;
+}
+
+}  // namespace
+
+SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunRequest& req,
+                                          CancelToken& cancel, const Executor::Progress& progress) {
+  const auto queued_at = Clock::now();
+  Entry& e = *t.entry_;
+  cancel.OnCancel([this, &e] {
+    std::lock_guard<std::mutex> lock(mu_);
+    e.cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu_);
+  e.cv.wait(lock, [&] {
+    return stopping_ || cancel.cancelled() || (!e.line.empty() && e.line.front() == t.id_);
+  });
+  lock.unlock();
+  cancel.OnCancel(nullptr);
+  lock.lock();
+  CellOutcome out;
+  if (stopping_ || cancel.cancelled() || e.line.empty() || e.line.front() != t.id_) {
+    executor_.Withdraw();
+    out.result = std::string(cancel.cancelled() && cancel.reason() == CancelReason::kClient
+                                 ? "the call was cancelled before it started"
+                                 : "the server is shutting down; this call was still queued "
+                                   "behind another call of its session and did not run");
+    return out;
+  }
+  e.running = true;
+  if (reset) EndInterpreterLocked(e, "reset");
+  if (Gone(e.run)) EndInterpreterLocked(e, "interpreter_ended");
+  if (!e.run.started()) {
+    out.is_new = true;
+    e.run.cpu_budget_s = config_.py_session_max_s;
+    e.born = Clock::now();
+    if (metrics_) metrics_->RecordPySessionStart();
+    log::Info("py_session_start", {{"connection", e.key.first},
+                                   {"max_s", config_.py_session_max_s},
+                                   {"idle_s", config_.py_session_idle_s},
+                                   {"memory_limit_mb", config_.memory_limit_mb},
+                                   {"live", entries_.size()}});
+  }
+  const auto waited = Clock::now() - queued_at;
+  lock.unlock();
+  out.result = executor_.RunCell(e.run, req, cancel, progress,
+                                 std::chrono::milliseconds(config_.py_session_interrupt_ms));
+  if (auto* o = std::get_if<RunOutcome>(&out.result)) {
+    o->queue_ms += std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
+  }
+  lock.lock();
+  const auto now = Clock::now();
+  e.last_used = now;
+  if (!e.run.ended.empty()) {
+    out.ended = e.run.ended;
+    EndInterpreterLocked(e, "interpreter_ended");
+  } else if (stopping_) {
+    out.ended = "the server is shutting down";
+    EndInterpreterLocked(e, "shutdown");
+  } else if (e.close_after) {
+    out.ended = "its connection ended";
+    EndInterpreterLocked(e, "connection_closed");
+  } else if (now - e.born >= std::chrono::seconds(config_.py_session_max_s)) {
+    out.ended = "it reached its longest life, " + std::to_string(config_.py_session_max_s) +
+                " s (MCP_EXEC_PY_SESSION_MAX_S)";
+    EndInterpreterLocked(e, "lifetime");
+  }
+  e.running = false;
+  t.left_ = true;
+  if (!e.line.empty() && e.line.front() == t.id_) e.line.pop_front();
+  e.cv.notify_all();
+  ForgetIfDoneLocked(t.entry_);
+  return out;
+}
+
+void SessionPool::EndConnection(uint64_t connection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.lower_bound({connection, std::string()});
+       it != entries_.end() && it->first.first == connection;) {
+    std::shared_ptr<Entry> e = it->second;
+    ++it;
+    if (e->running) {
+      e->close_after = true;  // ended when its cell returns
+      continue;
+    }
+    EndInterpreterLocked(*e, "connection_closed");
+    ForgetIfDoneLocked(e);
+  }
+}
+
+void SessionPool::SweepLocked(Clock::time_point now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    std::shared_ptr<Entry> e = it->second;
+    ++it;
+    if (e->running || !e->line.empty() || !e->run.started()) continue;
+    if (now - e->last_used >= std::chrono::seconds(config_.py_session_idle_s)) {
+      EndInterpreterLocked(*e, "idle");
+    } else if (now - e->born >= std::chrono::seconds(config_.py_session_max_s)) {
+      EndInterpreterLocked(*e, "lifetime");
+    } else if (Gone(e->run)) {
+      EndInterpreterLocked(*e, "interpreter_ended");
+    }
+    ForgetIfDoneLocked(e);
+  }
+}
+
+void SessionPool::SweeperLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    sweeper_cv_.wait_for(lock, std::chrono::milliseconds(500));
+    if (stopping_) break;
+    SweepLocked(Clock::now());
+  }
+}
+
+void SessionPool::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [key, e] : entries_) e->cv.notify_all();
+  }
+  sweeper_cv_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    std::shared_ptr<Entry> e = it->second;
+    ++it;
+    if (e->running) continue;  // its call ends it (the shutdown cancels the call)
+    EndInterpreterLocked(*e, "shutdown");
+    ForgetIfDoneLocked(e);
+  }
+}
+
+}  // namespace mcpexec
