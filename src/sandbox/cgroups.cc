@@ -301,18 +301,21 @@ bool Join(const Delegation& d, const std::string& name, std::string* error) {
   return true;
 }
 
-bool OomKilled(const Delegation& d, const std::string& name) {
-  if (d.memory_fd < 0) return false;
+int64_t OomKills(const Delegation& d, const std::string& name) {
+  if (d.memory_fd < 0 || name.empty()) return 0;
   std::string text =
       ReadAt(d.memory_fd, name + (d.version == 1 ? "/memory.oom_control" : "/memory.events"));
   std::stringstream in(text);
   std::string key;
   long long value = 0;
+  int64_t kills = 0;
   while (in >> key >> value) {
-    if ((key == "oom_kill" || key == "oom_group_kill") && value > 0) return true;
+    if (key == "oom_kill" || key == "oom_group_kill") kills += value;
   }
-  return false;
+  return kills;
 }
+
+bool OomKilled(const Delegation& d, const std::string& name) { return OomKills(d, name) > 0; }
 
 void Destroy(const Delegation& d, const std::string& name) {
   for (int fd : {d.memory_fd, d.pids_fd}) {

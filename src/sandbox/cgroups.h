@@ -46,6 +46,10 @@ bool Join(const Delegation& d, const std::string& name, std::string* error);
 // Zygote, once the runner is reaped: whether the kernel killed something in
 // it for memory; then the child cgroup is removed.
 bool OomKilled(const Delegation& d, const std::string& name);
+// How many times the kernel killed something in cgroup `name` for memory so
+// far (0 without the memory controller). The supervisor reads it around
+// each cell of a session, whose cgroup outlives its cells.
+int64_t OomKills(const Delegation& d, const std::string& name);
 void Destroy(const Delegation& d, const std::string& name);
 
 // Zygote, at start: a child made, joined by a throw-away process, removed.

@@ -74,6 +74,11 @@ RunEnd EndForSignal(int sig) {
 constexpr auto kKillGrace = std::chrono::seconds(5);
 constexpr auto kPipeGrace = std::chrono::seconds(2);
 
+std::string CgroupOf(RunSlot& slot) {
+  std::lock_guard<std::mutex> lock(slot.mu);
+  return slot.cgroup;
+}
+
 int64_t Millis(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -362,6 +367,7 @@ struct Executor::RunIo {
   std::chrono::milliseconds interrupt_grace{0};
   bool cell_done = false, interrupted = false, ignored_interrupt = false;
   wire::CellDone done{};
+  int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
   Clock::time_point interrupt_deadline{};
 
   void Kill(ZygoteClient& zygote) {
@@ -465,6 +471,7 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
     session.ended = "its interpreter could not be started";
     return "internal error: " + *error;
   }
+  const int64_t oom_base = zygote_.OomKills(CgroupOf(*session.slot));
   const auto started_at = Clock::now();
   if (auto refused = HandCell(session, req, fds)) {
     session.ended = "its interpreter could not be reached";
@@ -486,6 +493,7 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
   io.next_progress = started_at + kProgressEvery;
   io.session = &session;
   io.interrupt_grace = interrupt_grace;
+  io.oom_base = oom_base;
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
   std::optional<std::string> tool_error = SettleCell(io, session);
@@ -579,7 +587,10 @@ std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) 
   } else if (io.cancelled) {
     o.exit_code = -1;
     o.end = RunEnd::kCancelled;
-  } else if (io.done.reason == wire::kReasonMemory && o.exit_code == 1) {
+  } else if ((io.done.reason == wire::kReasonMemory && o.exit_code == 1) ||
+             zygote_.OomKills(CgroupOf(io.slot)) > io.oom_base) {
+    // An uncaught MemoryError, or the kernel killed a process of the
+    // session (a child, a worker) for memory during this cell.
     o.end = RunEnd::kMemory;
   }
   return std::nullopt;

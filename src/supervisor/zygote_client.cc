@@ -286,6 +286,7 @@ void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
   if (h.type == wire::Type::kStarted) {
     slot->started = true;
     slot->pid = static_cast<pid_t>(h.value);
+    slot->cgroup = payload;
   } else if (h.type == wire::Type::kExited) {
     slot->exited = true;
     slot->wait_status = static_cast<int>(h.value);
@@ -379,6 +380,11 @@ bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_
   }
   std::lock_guard<std::mutex> lock(send_mu_);
   return wire::Send(control, h, payload, len, fds, nfds);
+}
+
+int64_t ZygoteClient::OomKills(const std::string& cgroup) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sandbox::cgroups::OomKills(cgroups_, cgroup);
 }
 
 void ZygoteClient::Kill(uint64_t run_id) {

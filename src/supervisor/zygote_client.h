@@ -33,6 +33,7 @@ struct RunSlot {
   std::condition_variable cv;
   bool started = false;
   pid_t pid = 0;
+  std::string cgroup;  // the run's cgroup's name, "" without the cgroup layer
   bool exited = false;
   int wait_status = 0;
   bool oom_killed = false;  // the run's cgroup killed something for memory
@@ -71,6 +72,9 @@ class ZygoteClient {
   bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds, std::string* error);
   // SIGINT to a session's interpreter (KeyboardInterrupt in its cell).
   void Interrupt(uint64_t run_id);
+  // The kernel's count of memory kills in a run's cgroup so far (0 without
+  // the memory controller).
+  int64_t OomKills(const std::string& cgroup) const;
   // Closes the control socket (the zygote then kills every runner and exits)
   // and reaps it.
   void Shutdown();

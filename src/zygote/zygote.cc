@@ -57,6 +57,9 @@ struct Zygote {
     UniqueFd sock;
     std::string cgroup;
     bool reported = false;  // kExited already sent (the run's init reported first)
+    // A session's: where its further cells go. The interpreter's end is
+    // receive-only: nothing its code writes reaches the zygote.
+    UniqueFd cells{};
   };
   uint64_t next_cgroup = 0;
   std::map<pid_t, Run> runners;
@@ -167,12 +170,15 @@ void WriteVerdict(bool ok, const std::string& error) {
   _exit(status);
 }
 
-bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds,
-              wire::RunParams* params) {
-  if (fds.size() != wire::kRunFdCount || payload.size() != sizeof(wire::RunParams)) return false;
+// with_cells: a session's first run, handed to a spare, also carries the
+// socket its further cells will arrive on (last).
+bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds, wire::RunParams* params,
+              bool with_cells = false) {
+  if (payload.size() != sizeof(wire::RunParams)) return false;
   memcpy(params, payload.data(), sizeof *params);
   params->workdir[sizeof params->workdir - 1] = '\0';
-  return true;
+  const bool session = params->session_cpu_s > 0;
+  return fds.size() == wire::kRunFdCount + (with_cells && session ? 1 : 0);
 }
 
 // A session's cell gets its own CPU time: the soft limit is what the session
@@ -243,17 +249,23 @@ void WaitForCell(void* arg) {
 }
 
 // The runner's fds leave their owners here: from now on they are numbers the
-// lockdown moves into place, and the process ends with _exit. session_sock:
-// where a session's interpreter takes its further cells (-1 for a one-shot
-// run).
+// lockdown moves into place, and the process ends with _exit. A session's
+// first run carries one more fd, last: the socket its further cells arrive
+// on, made receive-only here.
 [[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
-                                std::vector<UniqueFd> owned, int session_sock) {
+                                std::vector<UniqueFd> owned) {
+  int session_sock = -1;
+  if (owned.size() == wire::kRunFdCount + 1) {
+    session_sock = owned.back().Release();
+    owned.pop_back();
+    if (shutdown(session_sock, SHUT_WR) != 0) _exit(126);
+  }
   std::vector<int> fds;
   for (UniqueFd& fd : owned) fds.push_back(fd.Release());
   embed::RunInput input;
   if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files)) _exit(126);
   input.limits = z.output_limits;
-  const bool session = params.session_cpu_s > 0;
+  const bool session = session_sock >= 0;
   std::string error, cwd;
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -381,11 +393,11 @@ void ForkSpare(Zygote& z) {
     std::vector<UniqueFd> fds;
     wire::RunParams params;
     if (wire::Receive(sv[1], &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
-        !ParseRun(payload, fds, &params)) {
+        !ParseRun(payload, fds, &params, true)) {
       _exit(0);  // retired unused
     }
-    // A session keeps the socket: its further cells arrive on it.
-    RunnerExecute(z, params, std::move(fds), sv[1]);
+    close(sv[1]);
+    RunnerExecute(z, params, std::move(fds));
   }
   close(sv[1]);
   if (pid < 0) {
@@ -401,12 +413,14 @@ void ReplenishSpares(Zygote& z) {
 }
 
 // Hands the run to a spare; false if none could take it. *sock: where the
-// spare's init reports (kept until the run is reaped).
+// spare's init reports (kept until the run is reaped). cells: a session's
+// cell socket (the interpreter's end), or -1.
 bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
-                 const std::vector<UniqueFd>& fds, pid_t* pid, UniqueFd* sock,
+                 const std::vector<UniqueFd>& fds, int cells, pid_t* pid, UniqueFd* sock,
                  std::string* cgroup) {
   std::vector<int> raw;
   for (const UniqueFd& fd : fds) raw.push_back(fd.get());
+  if (cells >= 0) raw.push_back(cells);
   while (!z.spares.empty()) {
     Spare sp = std::move(z.spares.front());
     z.spares.pop_front();
@@ -424,6 +438,16 @@ bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
   return false;
 }
 
+// A session's cell socket: the zygote's end writes only, the interpreter's
+// reads only (made so in the runner).
+bool MakeCellSocket(UniqueFd* zygote_end, UniqueFd* runner_end) {
+  int cv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cv) != 0) return false;
+  zygote_end->Reset(cv[0]);
+  runner_end->Reset(cv[1]);
+  return shutdown(cv[0], SHUT_RD) == 0;
+}
+
 // The fds are the supervisor's run ends; ours are closed when this returns
 // (a spare or a fresh runner holds its own copies by then).
 void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
@@ -434,10 +458,16 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   };
   wire::RunParams params;
   if (!ParseRun(payload, fds, &params)) return fail(EPROTO, "malformed run request");
+  UniqueFd cells, runner_cells;
+  if (params.session_cpu_s > 0 && !MakeCellSocket(&cells, &runner_cells)) {
+    int err = errno;
+    return fail(err, std::string("socketpair: ") + strerror(err));
+  }
   pid_t pid = 0;
   UniqueFd sock;
   std::string cgroup;
-  if (!HandToSpare(z, h, payload, fds, &pid, &sock, &cgroup)) {
+  if (!HandToSpare(z, h, payload, fds, runner_cells ? runner_cells.get() : -1, &pid, &sock,
+                   &cgroup)) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       int err = errno;
@@ -447,7 +477,9 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
     pid = ForkSandboxed(z, sv[1], &cgroup, &error);
     if (pid == 0) {
       close(sv[0]);
-      RunnerExecute(z, params, std::move(fds), sv[1]);
+      close(sv[1]);
+      if (runner_cells) fds.push_back(std::move(runner_cells));
+      RunnerExecute(z, params, std::move(fds));
     }
     int err = errno;
     close(sv[1]);
@@ -457,9 +489,11 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
     }
     sock.Reset(sv[0]);
   }
-  z.runners[pid] = {h.run_id, std::move(sock), cgroup};
+  z.runners[pid] = {h.run_id, std::move(sock), cgroup, false, std::move(cells)};
+  // The run's cgroup, by name: the supervisor reads a session's memory
+  // events there between its cells.
   wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
-  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+  wire::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
 }
 
 void KillRun(Zygote& z, uint64_t run_id) {
@@ -484,10 +518,10 @@ void ForwardCell(Zygote& z, const wire::Header& h, const std::string& payload,
   wire::RunParams params;
   if (!ParseRun(payload, fds, &params)) return;
   for (auto& [pid, run] : z.runners) {
-    if (run.run_id != h.run_id || !run.sock) continue;
+    if (run.run_id != h.run_id || !run.cells) continue;
     std::vector<int> raw;
     for (const UniqueFd& fd : fds) raw.push_back(fd.get());
-    if (!wire::Send(run.sock.get(), h, payload.data(), payload.size(), raw.data(),
+    if (!wire::Send(run.cells.get(), h, payload.data(), payload.size(), raw.data(),
                     static_cast<int>(raw.size()))) {
       kill(pid, SIGKILL);  // an interpreter that cannot take its cell is ended
     }

@@ -1,11 +1,27 @@
 # escape: use descriptors inherited from the zygote or the server (control socket, listening socket, cache dirs)
 # expect: pass
+import errno
 import os
+import socket
 import stat
 import sys
 
 # A run starts with stdin/stdout/stderr and, at most, pipes it needs to report back. Any
-# inherited socket, directory or file outside the working directory is a way out.
+# inherited socket, directory or file outside the working directory is a way out. A
+# Python session's interpreter also holds the socket its next cells arrive on: allowed
+# only if nothing can be sent through it (receive-only), so it carries nothing out.
+
+
+def receive_only(fd):
+    s = socket.socket(fileno=os.dup(fd))
+    try:
+        s.send(b"x", socket.MSG_DONTWAIT)
+    except OSError as e:
+        return e.errno == errno.EPIPE
+    finally:
+        s.close()
+    return False
+
 cwd = os.path.realpath(os.getcwd())
 listing = os.listdir("/proc/self/fd")  # the listing's own fd shows up and is gone after
 bad, notes = [], []
@@ -19,7 +35,9 @@ for name in listing:
     if fd <= 2:
         continue
     mode = st.st_mode
-    if stat.S_ISSOCK(mode):
+    if stat.S_ISSOCK(mode) and receive_only(fd):
+        notes.append(f"fd {fd}: {target} (receive-only socket)")
+    elif stat.S_ISSOCK(mode):
         bad.append(f"fd {fd}: socket {target}")
     elif stat.S_ISDIR(mode):
         bad.append(f"fd {fd}: directory {target}")

@@ -1,7 +1,8 @@
 // The escape suite: every tests/escape/*.py snippet, run through the built
-// server over MCP, in two postures, against the expectation in its header
-// (see tests/escape/README.md). After each snippet the server must still
-// answer and nothing the snippet started may be left alive.
+// server over MCP, in three postures, against the expectation in its header
+// (see tests/escape/README.md), once as a one-shot run and once inside a
+// Python session (after a first cell ran there). After each snippet the
+// server must still answer and nothing the snippet started may be left alive.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -88,14 +89,19 @@ std::vector<std::string> CaseFiles() {
 struct Param {
   std::string posture;
   std::string file;
+  bool session = false;  // inside a Python session, as its second cell
 };
 
-void PrintTo(const Param& p, std::ostream* os) { *os << p.posture << ":" << p.file; }
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.posture << ":" << p.file << (p.session ? " (session)" : "");
+}
 
 std::vector<Param> Params() {
   std::vector<Param> out;
-  for (const char* posture : {"root", "container", "docker"}) {
-    for (const auto& f : CaseFiles()) out.push_back({posture, f});
+  for (bool session : {false, true}) {
+    for (const char* posture : {"root", "container", "docker"}) {
+      for (const auto& f : CaseFiles()) out.push_back({posture, f, session});
+    }
   }
   return out;
 }
@@ -145,12 +151,24 @@ TEST_P(EscapeTest, Snippet) {
   if (p.posture != "root" && access("/usr/bin/setpriv", X_OK) != 0) {
     GTEST_SKIP() << "setpriv (util-linux) is not installed";
   }
-  ServerProcess s({}, {}, Wrapper(p.posture));
+  // Sessions end one second after their last call, so that what a snippet
+  // left in its session is gone by the check below.
+  std::map<std::string, std::string> env;
+  if (p.session) env["MCP_EXEC_PY_SESSION_IDLE_S"] = "1";
+  ServerProcess s(env, {}, Wrapper(p.posture));
   s.Initialize();
   std::set<std::string> distinct_lines;
   for (int run = 0; run < c.runs; ++run) {
     json args = {{"code", c.code}, {"timeout_s", c.timeout_s}};
     if (!c.stdin_data.empty()) args["stdin"] = c.stdin_data;
+    if (p.session) {
+      // Each repeat in a session of its own (sessions share nothing: state
+      // and residue snippets check it), the snippet as its second cell, so
+      // that the layers are shown to hold after code already ran there.
+      args["session"] = "escape-" + std::to_string(run);
+      json first = s.Call({{"code", "first_cell = True"}, {"session", args["session"]}});
+      ASSERT_EQ(first["structuredContent"].value("session_new", false), true) << first.dump();
+    }
     json r = s.Call(args, (c.timeout_s + 30) * 1000);
     ASSERT_FALSE(r.value("isError", false)) << r.dump();
     json out = r["structuredContent"];
@@ -195,7 +213,8 @@ TEST_P(EscapeTest, Snippet) {
 }
 
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
-  std::string n = info.param.posture + "_" + info.param.file.substr(0, info.param.file.size() - 3);
+  std::string n = (info.param.session ? "session_" : "") + info.param.posture + "_" +
+                  info.param.file.substr(0, info.param.file.size() - 3);
   for (char& ch : n) {
     if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
