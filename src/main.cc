@@ -71,9 +71,7 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
                       {"memory_limit_mb", config.memory_limit_mb},
                       {"max_output_bytes", config.max_output_bytes},
                       {"max_stdin_bytes", config.max_stdin_bytes},
-                      {"max_py_sessions", config.max_py_sessions},
-                      {"py_session_idle_s", config.py_session_idle_s},
-                      {"py_session_max_s", config.py_session_max_s},
+                      {"limits", LimitsJson(config)},
                       {"auth", !config.auth_token.empty()}});
 }
 

@@ -49,7 +49,45 @@ json SeccompRulesJson() {
 
 }  // namespace
 
-std::string DoctorText(const RuntimeReport& report) {
+json LimitsJson(const Config& c) {
+  return {{"run",
+           {{"default_timeout_s", c.default_timeout_s},
+            {"max_timeout_s", c.max_timeout_s},
+            {"memory_limit_mb", c.memory_limit_mb},
+            {"disk_limit_mb", c.disk_limit_mb},
+            {"max_processes", c.max_processes},
+            {"max_open_files", c.max_open_files},
+            {"max_output_bytes", c.max_output_bytes},
+            {"max_concurrent", c.max_concurrent},
+            {"max_queue", c.max_queue}}},
+          {"py_session",
+           {{"max_live", c.max_py_sessions},
+            {"idle_s", c.py_session_idle_s},
+            {"max_life_s", c.py_session_max_s},
+            {"cpu_budget_s", c.py_session_max_s},
+            {"interrupt_grace_ms", c.py_session_interrupt_ms}}}};
+}
+
+namespace {
+
+std::string LimitsText(const Config& c) {
+  std::ostringstream o;
+  o << "  limits per run: timeout " << c.default_timeout_s << " s by default, at most "
+    << c.max_timeout_s << " s; memory " << c.memory_limit_mb << " MiB; disk " << c.disk_limit_mb
+    << " MiB; " << c.max_processes << " processes; " << c.max_open_files << " open files; "
+    << c.max_concurrent << " at once, " << c.max_queue << " queued\n";
+  o << "  Python sessions: at most " << c.max_py_sessions << " live; ended after "
+    << c.py_session_idle_s << " s idle or " << c.py_session_max_s
+    << " s of life (also its CPU budget); a cell that ignores KeyboardInterrupt for "
+    << c.py_session_interrupt_ms
+    << " ms is killed with its interpreter; memory, processes and disk hold for a session as a "
+       "whole, the timeout per call\n";
+  return o.str();
+}
+
+}  // namespace
+
+std::string DoctorText(const RuntimeReport& report, const Config& config) {
   std::ostringstream o;
   o << "mcp-exec " << MCP_EXEC_VERSION << " doctor: "
     << (geteuid() == 0 ? "running as root" : "running as uid " + std::to_string(geteuid()))
@@ -62,6 +100,7 @@ std::string DoctorText(const RuntimeReport& report) {
     if (!l.active && !l.fix.empty()) o << "             fix: " << l.fix << "\n";
   }
   o << SeccompArgumentRulesText();
+  o << LimitsText(config);
   o << "  Python " << report.python_version << "; packages:";
   for (auto& [name, version] : report.packages) o << " " << name << " " << version;
   for (auto& name : report.missing) o << " " << name << " (MISSING)";
@@ -115,10 +154,11 @@ int RunDoctor(const Config& config, bool json_output) {
                 {"namespaces", report.sandbox.value("namespaces", "")},
                 {"layers", report.sandbox.value("layers", json::array())},
                 {"seccomp_rules", SeccompRulesJson()},
+                {"limits", LimitsJson(config)},
                 {"refusal", refusal}};
     printf("%s\n", out.dump(2).c_str());
   } else {
-    fputs(DoctorText(report).c_str(), stdout);
+    fputs(DoctorText(report, config).c_str(), stdout);
   }
   return refusal.empty() ? 0 : 1;
 }

@@ -16,7 +16,10 @@ int RunDoctor(const Config& config, bool json_output);
 // The verdict for a zygote report: "" when every required layer holds, else
 // the refusal.
 std::string SandboxRefusal(const RuntimeReport& report);
-std::string DoctorText(const RuntimeReport& report);
+std::string DoctorText(const RuntimeReport& report, const Config& config);
+// The limits a run and a Python session get, as doctor and the start log
+// state them.
+nlohmann::json LimitsJson(const Config& config);
 // One sentence for the tool description: what holds, stated only if true.
 std::string SandboxSummary(const RuntimeReport& report);
 

@@ -1,0 +1,232 @@
+// Python sessions through the built server over stdio: every way a session
+// can end takes its processes and its directory with it, an idle session
+// holds no run slot, and its limits hold for the session as a whole (memory)
+// or per call (CPU time). The SDK client tests (tests/client/sessions.test.mjs)
+// cover the interface on each transport.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+// A server whose runs' directories live under a folder of the test's own,
+// so that what is left of a session there can be counted.
+class SessionEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mcp-exec-session-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + root_ + "'";
+    ASSERT_EQ(system(cmd.c_str()), 0);
+  }
+  Env EnvWith(Env extra) {
+    extra["MCP_EXEC_WORKDIR_ROOT"] = root_;
+    return extra;
+  }
+  // Run directories under the server's base folder (root_/mcp-exec-*/run-*).
+  int RunDirs() const {
+    int n = 0;
+    DIR* d = opendir(root_.c_str());
+    if (!d) return -1;
+    while (dirent* e = readdir(d)) {
+      std::string base = e->d_name;
+      if (base.rfind("mcp-exec-", 0) != 0) continue;
+      DIR* b = opendir((root_ + "/" + base).c_str());
+      if (!b) continue;
+      while (dirent* r = readdir(b)) n += std::string(r->d_name).rfind("run-", 0) == 0 ? 1 : 0;
+      closedir(b);
+    }
+    closedir(d);
+    return n;
+  }
+  // Starts session `name` with a background process that would outlive it
+  // and a file in its directory; returns the process's marker.
+  static std::string StartMarked(ServerProcess& s, const std::string& name,
+                                 const json& extra = {}) {
+    std::string marker = "7" + std::to_string(getpid()) + std::to_string(rand() % 100000);
+    json args = {{"code",
+                  "import subprocess\nopen('state.txt', 'w').write('kept')\n"
+                  "child = subprocess.Popen(['sleep', '" +
+                      marker + "'])\nprint('started')"},
+                 {"session", name}};
+    for (auto& [k, v] : extra.items()) args[k] = v;
+    json r = s.Call(args);
+    EXPECT_FALSE(r.value("isError", false)) << r.dump();
+    EXPECT_EQ(r["structuredContent"]["session_new"], true) << r.dump();
+    EXPECT_EQ(r["structuredContent"]["stdout"], "started\n") << r.dump();
+    EXPECT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 5000))
+        << "its process runs";
+    return marker;
+  }
+  static bool Gone(const std::string& marker) {
+    return WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000);
+  }
+  std::string root_;
+};
+
+TEST_F(SessionEndTest, ResetEndsTheOldInterpreter) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  EXPECT_EQ(RunDirs(), 1);
+  json r = s.Call({{"code", "import os\nprint(os.path.exists('state.txt'))"},
+                   {"session", "a"},
+                   {"reset", true}});
+  EXPECT_EQ(r["structuredContent"]["stdout"], "False\n") << r.dump();
+  EXPECT_EQ(r["structuredContent"]["session_new"], true);
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 1; }, 5000)) << "only the new one's";
+}
+
+TEST_F(SessionEndTest, IdleExpiryEndsIt) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_PY_SESSION_IDLE_S", "1"}}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
+  json r = s.Exec("print(1)", {{"session", "a"}});
+  EXPECT_EQ(r["session_new"], true) << r.dump();
+}
+
+TEST_F(SessionEndTest, LongestLifeEndsIt) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_PY_SESSION_MAX_S", "10"}}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  EXPECT_FALSE(PidsWithCmdlineContaining(marker).empty());
+  EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 20000));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
+  EXPECT_NE(s.Stderr().find("\"reason\":\"lifetime\""), std::string::npos);
+}
+
+TEST_F(SessionEndTest, StdioEofEndsItWithTheServer) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  s.CloseStdin();
+  EXPECT_EQ(s.Wait(20000), 0);
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_EQ(RunDirs(), 0);
+  EXPECT_NE(s.Stderr().find("\"reason\":\"connection_closed\""), std::string::npos);
+}
+
+TEST_F(SessionEndTest, SigtermEndsIt) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  kill(s.pid(), SIGTERM);
+  EXPECT_EQ(s.Wait(30000), 0);
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_EQ(RunDirs(), 0);
+}
+
+TEST_F(SessionEndTest, ItsInterpreterDyingEndsIt) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  json r = s.Exec("import os\nos._exit(3)", {{"session", "a"}});
+  EXPECT_EQ(r["exit_code"], 3) << r.dump();
+  EXPECT_EQ(r["session_ended"], "its interpreter exited with status 3") << r.dump();
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
+  EXPECT_EQ(s.Exec("print(1)", {{"session", "a"}})["session_new"], true);
+}
+
+TEST_F(SessionEndTest, ACellIgnoringTheInterruptEndsIt) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_PY_SESSION_INTERRUPT_MS", "300"}}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  json r = s.Exec("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass",
+                  {{"session", "a"}, {"timeout_s", 1}});
+  EXPECT_EQ(r["timed_out"], true) << r.dump();
+  EXPECT_EQ(r["session_ended"],
+            "its cell did not stop within 300 ms of KeyboardInterrupt (after its 1 s timeout), "
+            "so its interpreter was killed")
+      << r.dump();
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
+}
+
+TEST_F(SessionEndTest, ATimeoutInterruptsAndKeepsEverything) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  json r = s.Exec("import time\nx = 5\ntime.sleep(60)", {{"session", "a"}, {"timeout_s", 1}});
+  EXPECT_EQ(r["timed_out"], true) << r.dump();
+  EXPECT_EQ(r["exit_code"], -1);
+  EXPECT_NE(r["stderr"].get<std::string>().find("KeyboardInterrupt"), std::string::npos);
+  EXPECT_FALSE(r.contains("session_ended")) << r.dump();
+  json after = s.Exec("print(x, open('state.txt').read(), child.poll())", {{"session", "a"}});
+  EXPECT_EQ(after["stdout"], "5 kept None\n") << after.dump();
+  EXPECT_FALSE(PidsWithCmdlineContaining(marker).empty()) << "its child lives on";
+}
+
+TEST_F(SessionEndTest, AnIdleSessionHoldsNoSlot) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_CONCURRENT", "1"}, {"MCP_EXEC_MAX_QUEUE", "0"}}));
+  s.Initialize();
+  StartMarked(s, "a");
+  StartMarked(s, "b");
+  // With one slot and no queue, a call that had to wait would be refused.
+  json r = s.Call({{"code", "print('one-shot')"}});
+  EXPECT_FALSE(r.value("isError", false)) << r.dump();
+  EXPECT_EQ(s.Exec("print(open('state.txt').read())", {{"session", "a"}})["stdout"], "kept\n");
+}
+
+TEST_F(SessionEndTest, CapacityIsAToolErrorNamingTheLimit) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PY_SESSIONS", "2"}}));
+  s.Initialize();
+  s.Exec("x = 1", {{"session", "a"}});
+  s.Exec("x = 2", {{"session", "b"}});
+  json r = s.Call({{"code", "print(1)"}, {"session", "c"}}, 10000);
+  EXPECT_TRUE(r.value("isError", false)) << r.dump();
+  std::string text = r["content"][0]["text"];
+  EXPECT_NE(text.find("MCP_EXEC_MAX_PY_SESSIONS=2"), std::string::npos) << text;
+  EXPECT_NE(text.find("session \"c\""), std::string::npos) << text;
+  // The ones it has still answer, and a one-shot call too.
+  EXPECT_EQ(s.Exec("print(x)", {{"session", "b"}})["stdout"], "2\n");
+  EXPECT_EQ(s.Exec("print(3)")["stdout"], "3\n");
+}
+
+TEST_F(SessionEndTest, MemoryHoldsForTheSessionAsAWhole) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MEMORY_LIMIT_MB", "256"}}));
+  s.Initialize();
+  // 160 MiB kept by the first cell; 160 more in the second passes the limit.
+  json first = s.Exec("keep = bytearray(160 * 1024 * 1024)\nprint('ok')", {{"session", "a"}});
+  EXPECT_EQ(first["stdout"], "ok\n") << first.dump();
+  json second = s.Exec("more = bytearray(160 * 1024 * 1024)", {{"session", "a"}});
+  EXPECT_EQ(second["reason"], "memory") << second.dump();
+  // The session lives on (a MemoryError is an exception like another).
+  json third = s.Exec("print(len(keep) // 2**20)", {{"session", "a"}});
+  EXPECT_EQ(third["stdout"], "160\n") << third.dump();
+  EXPECT_EQ(third["session_new"], false);
+}
+
+TEST_F(SessionEndTest, CpuTimeIsPerCall) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  // Each cell's soft RLIMIT_CPU is what the interpreter used so far plus the
+  // cell's timeout and the 5 s slack; the hard limit is the session's budget.
+  const char* code =
+      "import resource, time\n"
+      "t0 = time.process_time()\n"
+      "while time.process_time() - t0 < 0.3: pass\n"
+      "soft, hard = resource.getrlimit(resource.RLIMIT_CPU)\n"
+      "print(round(soft - time.process_time()), hard)";
+  json one = s.Exec(code, {{"session", "a"}, {"timeout_s", 7}});
+  json two = s.Exec(code, {{"session", "a"}, {"timeout_s", 20}});
+  // 12 or 13 (the 1 s rounding up of the time used); 14405 = 14400 + slack.
+  EXPECT_TRUE(one["stdout"] == "12 14405\n" || one["stdout"] == "13 14405\n") << one.dump();
+  EXPECT_TRUE(two["stdout"] == "25 14405\n" || two["stdout"] == "26 14405\n") << two.dump();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
