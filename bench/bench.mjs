@@ -4,13 +4,24 @@
 // (as the Go reference server does).
 //
 //   (cd tests/client && npm ci)   # the SDK, pinned once for tests and bench
-//   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--only=print,pandas]
+//   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--mem-sessions=4]
+//                        [--only=print,pandas,session_print,session_memory]
 //
-// The same settings can come from BENCH_N_MCP, BENCH_N_REF and BENCH_WARMUP
-// (flags win); MCP_EXEC_BIN selects the server binary. Calls are sequential
-// and timed end to end on the client side. The last line is the summary as
-// JSON, prefixed with "BENCH_JSON ". Exits non-zero if any call fails.
+// The same settings can come from BENCH_N_MCP, BENCH_N_REF, BENCH_WARMUP,
+// BENCH_MEM_SESSIONS and BENCH_ONLY (flags win); MCP_EXEC_BIN selects the
+// server binary. Calls are sequential and timed end to end on the client
+// side. Besides the one-shot snippets it times calls into live sessions (the
+// exec tool's `session`: session_print, session_pandas, each against its
+// one-shot counterpart and the reference), and then, with those sessions
+// idle, reads the memory of idle sessions on the host (session_memory: PSS
+// from /proc/<pid>/smaps_rollup, so run it as root; it is skipped, saying
+// so, when those cannot be read). Unless MCP_EXEC_MAX_PY_SESSIONS is set, the
+// server gets it set to the number of sessions the bench keeps (the default
+// follows the machine's memory and can be as low as 2). The last line is the
+// summary as JSON, prefixed with "BENCH_JSON ". Exits non-zero if any call
+// fails.
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +30,17 @@ import { parseArgs } from 'node:util';
 import { connectMcpExec, serverBin } from '../tests/client/mcp_client.mjs';
 
 const REFERENCE_PYTHON = '/usr/bin/python3';
+
+// A 100,000-row frame, and a query on it: a session builds the frame once
+// and then only queries it; a one-shot call (and the reference) must build
+// it every time. Deterministic, so that the output checks the run.
+const PANDAS_FRAME = [
+  'import pandas as pd, numpy as np',
+  "df = pd.DataFrame({'k': np.arange(100000) % 10, 'v': np.arange(100000) % 7 * 0.5})",
+  '',
+].join('\n');
+const PANDAS_QUERY = "print(round(df.groupby('k').v.mean().sum(), 6))\n";
+const PANDAS_ANSWER = '14.99975\n';
 
 // Each snippet's expected stdout doubles as a check that both sides ran it.
 const SNIPPETS = [
@@ -31,6 +53,12 @@ const SNIPPETS = [
       "print(df.groupby('k').v.sum().to_dict())",
     ].join('\n'),
     expect: '{1: 4, 2: 2}\n',
+  },
+  {
+    // The one-shot counterpart of session_pandas: build the frame, query it.
+    name: 'pandas_100k',
+    code: PANDAS_FRAME + PANDAS_QUERY,
+    expect: PANDAS_ANSWER,
   },
   {
     name: 'matplotlib',
@@ -74,29 +102,71 @@ const SNIPPETS = [
   },
 ];
 
+// Calls into a live session (the exec tool's `session`): one untimed call
+// starts the session and runs setup, then the usual warm-up and timed calls
+// run code in it. oneShot: the snippet that does the same work in a fresh
+// process (measured with it, on both sides, for the ratios).
+const SESSION_SCENARIOS = [
+  {
+    name: 'session_print',
+    setup: 'print(1)\n',
+    setupExpect: '1\n',
+    code: 'print(1)\n',
+    expect: '1\n',
+    oneShot: 'print',
+  },
+  {
+    name: 'session_pandas',
+    setup: PANDAS_FRAME,
+    setupExpect: '',
+    code: PANDAS_QUERY,
+    expect: PANDAS_ANSWER,
+    oneShot: 'pandas_100k',
+  },
+];
+
+// The memory of idle sessions (see measureSessionMemory): its own name for
+// --only.
+const SESSION_MEMORY = 'session_memory';
+
 function settings() {
   const { values } = parseArgs({
     options: {
       'n-mcp': { type: 'string', default: process.env.BENCH_N_MCP ?? '30' },
       'n-ref': { type: 'string', default: process.env.BENCH_N_REF ?? '10' },
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
+      'mem-sessions': { type: 'string', default: process.env.BENCH_MEM_SESSIONS ?? '4' },
       only: { type: 'string', default: process.env.BENCH_ONLY ?? '' },
     },
   });
   // --only=print,pandas: a subset of the snippets (e.g. to compare with a
-  // build that predates some of them).
+  // build that predates some of them). A session scenario brings its
+  // one-shot counterpart along; session_memory is the memory of idle sessions.
+  let sessions = [...SESSION_SCENARIOS];
+  let memory = true;
   if (values.only) {
     const keep = values.only.split(',');
-    const unknown = keep.filter((k) => !SNIPPETS.some((s) => s.name === k));
+    const known = [...SNIPPETS, ...SESSION_SCENARIOS].map((s) => s.name).concat(SESSION_MEMORY);
+    const unknown = keep.filter((k) => !known.includes(k));
     if (unknown.length) throw new Error(`--only: unknown snippet ${unknown.join(', ')}`);
-    SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => keep.includes(s.name)));
+    sessions = SESSION_SCENARIOS.filter((s) => keep.includes(s.name));
+    memory = keep.includes(SESSION_MEMORY);
+    const oneShots = keep.concat(sessions.map((s) => s.oneShot));
+    SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => oneShots.includes(s.name)));
   }
   const count = (name, min) => {
     const n = Number(values[name]);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${values[name]})`);
     return n;
   };
-  return { nMcp: count('n-mcp', 1), nRef: count('n-ref', 1), warmup: count('warmup', 0) };
+  return {
+    nMcp: count('n-mcp', 1),
+    nRef: count('n-ref', 1),
+    warmup: count('warmup', 0),
+    memSessions: count('mem-sessions', 1),
+    sessions,
+    memory,
+  };
 }
 
 // Nearest-rank percentile of an ascending array.
@@ -129,15 +199,28 @@ function checkOutput(side, snippet, stdout) {
 }
 
 // One call to mcp-exec; returns [client-side ms, server-reported duration_ms].
-async function callMcpExec(client, snippet) {
+// session: { name, starts } to run in that session; starts: whether this call
+// must be the one that starts its interpreter (session_new). A session that
+// ended, or started afresh when it should have lived on, fails the bench: its
+// timings would not be what they claim.
+async function callMcpExec(client, snippet, session) {
+  const args = { code: snippet.code };
+  if (session) args.session = session.name;
   const started = performance.now();
-  const result = await client.callTool({ name: 'exec', arguments: { code: snippet.code } });
+  const result = await client.callTool({ name: 'exec', arguments: args });
   const elapsed = performance.now() - started;
   const out = result.structuredContent;
   if (result.isError || out?.exit_code !== 0) {
     throw new Error(`mcp-exec ${snippet.name} failed: ${JSON.stringify(result)}`);
   }
   checkOutput('mcp-exec', snippet, out.stdout);
+  if (session && (out.session !== session.name || out.session_new !== session.starts || out.session_ended)) {
+    throw new Error(
+      `mcp-exec ${snippet.name}: session ${JSON.stringify(out.session)}, session_new ${out.session_new} ` +
+        `(expected ${JSON.stringify(session.name)}, ${session.starts})` +
+        (out.session_ended ? `, session_ended ${JSON.stringify(out.session_ended)}` : ''),
+    );
+  }
   if (snippet.images !== undefined) {
     const images = result.content.filter((c) => c.type === 'image' && c.mimeType === 'image/png');
     if (images.length !== snippet.images) {
@@ -188,6 +271,38 @@ async function measure(call, warmup, n) {
   return results;
 }
 
+// A session scenario on one connection: the untimed call that starts the
+// session (and runs its setup), then warm-up and n timed calls into it.
+// Returns { session, start_ms, results }.
+async function measureSession(client, scenario, warmup, n) {
+  const name = `bench-${scenario.name}`;
+  const [startMs] = await callMcpExec(client, sessionStart(scenario.name, name, scenario.setup, scenario.setupExpect), {
+    name,
+    starts: true,
+  });
+  const results = await measure(() => callMcpExec(client, scenario, { name, starts: false }), warmup, n);
+  return { session: name, start_ms: Math.round(startMs * 100) / 100, results };
+}
+
+// The first call of a session: its setup, after a marker (an empty file the
+// interpreter keeps open in its working directory) by which the memory
+// section finds the session's processes on the host.
+const MARKER_PREFIX = '.bench-session-';
+
+function sessionStart(scenarioName, session, setup, expect) {
+  const marker = `_bench_marker = open('${MARKER_PREFIX}${session}', 'w')\n`;
+  return { name: `${scenarioName} (start)`, code: marker + setup, expect };
+}
+
+// Columns padded to their widest cell; the first `left` left-aligned.
+function printColumns(header, lines, left) {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const format = (cells) => cells.map((c, i) => (i < left ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  console.log(format(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const l of lines) console.log(format(l));
+}
+
 function printTable(rows, ratios) {
   const header = ['snippet', 'side', 'n', 'p50_ms', 'p99_ms', 'server_p50_ms', 'ref_p50/mcp_p50'];
   const lines = rows.map((r) => [
@@ -199,22 +314,283 @@ function printTable(rows, ratios) {
     r.server_duration_p50_ms === undefined ? '-' : String(r.server_duration_p50_ms),
     r.side === 'mcp-exec' ? `${ratios[r.snippet].toFixed(1)}x` : '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const format = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  console.log(format(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const l of lines) console.log(format(l));
+  printColumns(header, lines, 2);
+}
+
+// Each session scenario next to its one-shot counterpart (mcp-exec, a fresh
+// process per call) and the reference (which has no sessions: it does the
+// counterpart's work every call).
+function printSessionTable(sessionRows) {
+  const header = [
+    'scenario',
+    'n',
+    'p50_ms',
+    'p99_ms',
+    'server_p50_ms',
+    'start_ms',
+    'one-shot',
+    'one-shot p50/p99',
+    'one-shot/session',
+    'ref p50/p99',
+    'ref/session',
+  ];
+  const pair = (r) => `${r.p50_ms.toFixed(2)} / ${r.p99_ms.toFixed(2)}`;
+  const lines = sessionRows.map((r) => [
+    r.snippet,
+    String(r.n),
+    r.p50_ms.toFixed(2),
+    r.p99_ms.toFixed(2),
+    String(r.server_duration_p50_ms),
+    r.start_ms.toFixed(2),
+    r.one_shot,
+    pair(r.one_shot_row),
+    `${r.ratio_one_shot_p50_over_session_p50.toFixed(1)}x`,
+    pair(r.reference_row),
+    `${r.ratio_ref_p50_over_session_p50.toFixed(1)}x`,
+  ]);
+  printColumns(header, lines, 1);
+}
+
+// ---------------------------------------------------------------------------
+// Memory of idle sessions, read on the host. The server forks a zygote
+// (`mcp-exec __zygote ...`); spare runners, runs and sessions are its
+// descendants: each a subtree under one child of the zygote (with runs in pid
+// namespaces of their own, an init and the interpreter under it). A session
+// is the subtree whose interpreter holds its marker open; the other subtrees
+// are spares (idle, locked down ahead, waiting for a run).
+//
+// PSS (proportional set size, the Pss: line of /proc/<pid>/smaps_rollup)
+// charges a page shared by n processes 1/n to each, so the PSS of the zygote
+// and all its descendants adds up to the memory they hold together. A
+// session's own PSS includes its share of the zygote's pages (the imports
+// every runner inherits); what a session adds is the growth of that total
+// when it starts, measured here over K sessions at once.
+
+// pid -> ppid of every process now (those that end meanwhile are skipped).
+function processTable() {
+  const table = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      table.set(Number(entry), ppid);
+    } catch {
+      // ended between the listing and the read
+    }
+  }
+  return table;
+}
+
+function childrenOf(table, pid) {
+  return [...table].filter(([, ppid]) => ppid === pid).map(([child]) => child);
+}
+
+function descendantsOf(table, pid) {
+  const out = [];
+  for (let todo = childrenOf(table, pid); todo.length; ) {
+    const p = todo.pop();
+    out.push(p);
+    todo.push(...childrenOf(table, p));
+  }
+  return out;
+}
+
+// A process's PSS (or another line of its smaps_rollup) in KiB; 0 if it has
+// ended. Unreadable (not root) throws.
+function pssKiB(pid, field = 'Pss') {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ESRCH') return 0;
+    throw new Error(`cannot read /proc/${pid}/smaps_rollup (${err.code}): run the bench as root`);
+  }
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text);
+  if (!m) throw new Error(`/proc/${pid}/smaps_rollup has no ${field}: line`);
+  return Number(m[1]);
+}
+
+// The session whose marker the process holds open, if any.
+function markedSession(pid) {
+  let fds;
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return null;
+  }
+  for (const fd of fds) {
+    let target;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    const at = target.lastIndexOf(`/${MARKER_PREFIX}`);
+    if (at >= 0) return target.slice(at + 1 + MARKER_PREFIX.length);
+  }
+  return null;
+}
+
+// The zygote: the server's child with __zygote in its command line; and the
+// number of spares it keeps (its --spares=).
+function findZygote(serverPid) {
+  for (const pid of childrenOf(processTable(), serverPid)) {
+    let argv;
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (!argv.includes('__zygote')) continue;
+    const spares = argv.find((a) => a.startsWith('--spares='));
+    return { pid, spares: spares === undefined ? null : Number(spares.slice('--spares='.length)) };
+  }
+  throw new Error(`no zygote (a child with __zygote in its command line) under the server, pid ${serverPid}`);
+}
+
+// The zygote's descendants now, grouped by subtree: { total_kib, zygote_kib,
+// sessions: Map name -> { pids, kib }, spares: [{ pids, kib }] }.
+function memorySnapshot(zygotePid) {
+  const table = processTable();
+  const zygoteKiB = pssKiB(zygotePid);
+  const snap = {
+    total_kib: zygoteKiB,
+    zygote_kib: zygoteKiB,
+    zygote_rss_kib: pssKiB(zygotePid, 'Rss'),
+    sessions: new Map(),
+    spares: [],
+  };
+  for (const top of childrenOf(table, zygotePid)) {
+    const pids = [top, ...descendantsOf(table, top)];
+    const kib = pids.reduce((sum, p) => sum + pssKiB(p), 0);
+    snap.total_kib += kib;
+    const session = pids.map(markedSession).find((name) => name !== null);
+    if (session) snap.sessions.set(session, { pids, kib });
+    else snap.spares.push({ pids, kib });
+  }
+  return snap;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A snapshot once the zygote has replaced the spares that sessions took and
+// the subtrees hold still: the spares back to their number and the same
+// processes in two looks 100 ms apart (up to 5 s; `settled` says whether).
+async function settledSnapshot(zygote, sessions) {
+  const shape = (snap) =>
+    [...snap.sessions.values(), ...snap.spares]
+      .flatMap((s) => s.pids)
+      .sort((a, b) => a - b)
+      .join(',');
+  let snap = memorySnapshot(zygote.pid);
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+    await sleep(100);
+    const next = memorySnapshot(zygote.pid);
+    const ready =
+      sessions.every((name) => next.sessions.has(name)) &&
+      (zygote.spares === null || next.spares.length === zygote.spares) &&
+      shape(next) === shape(snap);
+    snap = next;
+    if (ready) return { ...snap, settled: true };
+  }
+  return { ...snap, settled: false };
+}
+
+const mib = (kib) => Math.round((kib / 1024) * 10) / 10;
+
+// The memory of idle sessions: those the session scenarios left (as they
+// are), then the growth of the whole tree's PSS over k more sessions that
+// ran print(1), and over k more that each built the 100,000-row frame.
+async function measureSessionMemory(client, serverPid, scenarioSessions, k) {
+  const zygote = findZygote(serverPid);
+  let live = [...scenarioSessions];
+  const before = await settledSnapshot(zygote, live);
+  const report = {
+    zygote_pid: zygote.pid,
+    zygote_pss_mib: mib(before.zygote_kib),
+    zygote_rss_mib: mib(before.zygote_rss_kib),
+    spares: before.spares.map((s) => ({ processes: s.pids.length, pss_mib: mib(s.kib) })),
+    sessions: Object.fromEntries(
+      [...before.sessions].map(([name, s]) => [name, { processes: s.pids.length, pss_mib: mib(s.kib) }]),
+    ),
+    total_pss_mib: mib(before.total_kib),
+    settled: before.settled,
+    added: [],
+  };
+  const kinds = [
+    { id: 'print', what: 'print(1)', setup: 'print(1)\n', expect: '1\n' },
+    { id: 'frame', what: 'the 100,000-row DataFrame built', setup: PANDAS_FRAME, expect: '' },
+  ];
+  let prev = before;
+  for (const kind of kinds) {
+    const names = Array.from({ length: k }, (_, i) => `bench-memory-${kind.id}-${i}`);
+    for (const name of names) {
+      await callMcpExec(client, sessionStart(`${SESSION_MEMORY} ${kind.id}`, name, kind.setup, kind.expect), {
+        name,
+        starts: true,
+      });
+    }
+    live = live.concat(names);
+    const after = await settledSnapshot(zygote, live);
+    const own = names.map((n) => after.sessions.get(n)?.kib ?? 0);
+    report.added.push({
+      sessions: k,
+      what: kind.what,
+      total_pss_before_mib: mib(prev.total_kib),
+      total_pss_after_mib: mib(after.total_kib),
+      per_session_delta_mib: mib((after.total_kib - prev.total_kib) / k),
+      per_session_pss_mib: mib(own.reduce((a, b) => a + b, 0) / k),
+      zygote_pss_after_mib: mib(after.zygote_kib),
+      settled: after.settled,
+    });
+    prev = after;
+  }
+  return report;
+}
+
+function printSessionMemory(m) {
+  const unsettled = (settled) => (settled ? '' : ' (not settled within 5 s)');
+  console.log(
+    "memory of idle sessions, MiB of PSS (the Pss: of /proc/<pid>/smaps_rollup: a page shared by n processes " +
+      "counts 1/n) of the zygote and its descendants on the host; a session is the subtree under the zygote " +
+      "whose interpreter holds the session's marker file open, a spare any other" +
+      unsettled(m.settled),
+  );
+  const spares = m.spares.map((s) => s.pss_mib.toFixed(1)).join(', ');
+  console.log(
+    `  zygote (pid ${m.zygote_pid}): ${m.zygote_pss_mib.toFixed(1)} (RSS ${m.zygote_rss_mib.toFixed(1)}, ` +
+      `mostly shared with every runner); ${m.spares.length} idle spare runners: ` +
+      `${spares || '-'} (each ${m.spares[0]?.processes ?? 0} processes)`,
+  );
+  for (const [name, s] of Object.entries(m.sessions)) {
+    console.log(`  session ${name}, idle: ${s.pss_mib.toFixed(1)} (${s.processes} processes)`);
+  }
+  console.log(`  zygote and all its descendants: ${m.total_pss_mib.toFixed(1)}`);
+  // What a session adds: the growth of the whole tree's PSS over K new
+  // sessions, over K. Its own PSS is more: it includes its share of the pages
+  // it still shares with the zygote and the other runners.
+  for (const a of m.added) {
+    console.log(
+      `  ${a.sessions} more idle sessions, each after ${a.what}: total ${a.total_pss_before_mib.toFixed(1)} -> ` +
+        `${a.total_pss_after_mib.toFixed(1)}, so +${a.per_session_delta_mib.toFixed(1)} per session ` +
+        `(its own PSS ${a.per_session_pss_mib.toFixed(1)}, shared pages' share included; ` +
+        `zygote now ${a.zygote_pss_after_mib.toFixed(1)})${unsettled(a.settled)}`,
+    );
+  }
 }
 
 // Lockdown timings from the server's JSON log lines (event "run").
 // field: lockdown_us (on the request's path) or lockdown_ahead_us (done by
-// a spare runner before its request arrived).
+// a spare runner before its request arrived). A session's later cells (cell
+// 2 on) run in the interpreter its first locked down: they have none.
 function lockdownStats(log, field = 'lockdown_us') {
   const us = log
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l))
-    .filter((m) => m.event === 'run' && m[field] >= 0)
+    .filter((m) => m.event === 'run' && !(m.cell > 1) && m[field] >= 0)
     .map((m) => m[field] / 1000)
     .sort((a, b) => a - b);
   if (us.length === 0) throw new Error(`the server logged no ${field} timings`);
@@ -223,15 +599,41 @@ function lockdownStats(log, field = 'lockdown_us') {
 }
 
 async function main() {
-  const { nMcp, nRef, warmup } = settings();
+  const { nMcp, nRef, warmup, memSessions, sessions, memory } = settings();
   const rows = [];
+  const sessionRuns = [];
+  let sessionMemory = null;
 
-  const { client, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench' });
+  // Enough live sessions for the bench's (the default cap follows the
+  // machine's memory and can be 2), unless set by the caller.
+  const needSessions = sessions.length + (memory ? 2 * memSessions : 0);
+  const env = {};
+  if (needSessions > 0 && process.env.MCP_EXEC_MAX_PY_SESSIONS === undefined) {
+    env.MCP_EXEC_MAX_PY_SESSIONS = String(Math.max(2, needSessions));
+  }
+  const { client, transport, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench', env });
   const server = client.getServerVersion();
   try {
     for (const snippet of SNIPPETS) {
       const results = await measure(() => callMcpExec(client, snippet), warmup, nMcp);
       rows.push(summarize(snippet.name, 'mcp-exec', results.map((r) => r[0]), results.map((r) => r[1])));
+    }
+    for (const scenario of sessions) {
+      sessionRuns.push({ scenario, ...(await measureSession(client, scenario, warmup, nMcp)) });
+    }
+    // With the scenarios' sessions idle (still live on this connection).
+    if (memory) {
+      try {
+        sessionMemory = await measureSessionMemory(
+          client,
+          transport.pid,
+          sessionRuns.map((r) => r.session),
+          memSessions,
+        );
+      } catch (err) {
+        if (!/run the bench as root/.test(err.message)) throw err;
+        sessionMemory = { skipped: err.message };
+      }
     }
   } catch (err) {
     err.message += `\nserver stderr:\n${serverLog()}`;
@@ -247,32 +649,72 @@ async function main() {
     rows.push(summarize(snippet.name, 'reference', samples));
   }
 
-  const p50 = (snippet, side) => rows.find((r) => r.snippet === snippet && r.side === side).p50_ms;
+  const row = (snippet, side) => rows.find((r) => r.snippet === snippet && r.side === side);
+  const p50 = (snippet, side) => row(snippet, side).p50_ms;
   const ratios = Object.fromEntries(
     SNIPPETS.map((s) => [s.name, Math.round((p50(s.name, 'reference') / p50(s.name, 'mcp-exec')) * 10) / 10]),
   );
   rows.sort((a, b) => SNIPPETS.findIndex((s) => s.name === a.snippet) - SNIPPETS.findIndex((s) => s.name === b.snippet));
+  const sessionRows = sessionRuns.map(({ scenario, session, start_ms, results }) => {
+    const r = summarize(scenario.name, 'mcp-exec session', results.map((x) => x[0]), results.map((x) => x[1]));
+    const ratio = (side) => Math.round((p50(scenario.oneShot, side) / r.p50_ms) * 10) / 10;
+    return {
+      ...r,
+      session,
+      start_ms,
+      one_shot: scenario.oneShot,
+      one_shot_row: row(scenario.oneShot, 'mcp-exec'),
+      reference_row: row(scenario.oneShot, 'reference'),
+      ratio_one_shot_p50_over_session_p50: ratio('mcp-exec'),
+      ratio_ref_p50_over_session_p50: ratio('reference'),
+    };
+  });
 
   console.log(`mcp-exec ${server?.version} (${serverBin}) vs. reference ${REFERENCE_PYTHON} per call`);
   console.log(`warm-up ${warmup} calls, then ${nMcp} (mcp-exec) / ${nRef} (reference) sequential calls per snippet`);
   console.log();
-  printTable(rows, ratios);
-  console.log();
+  if (rows.length) {
+    printTable(rows, ratios);
+    console.log();
+  }
+  if (sessionRows.length) {
+    // A session's calls run in one live interpreter: no fork, no lockdown,
+    // its state kept. start_ms: the untimed call that started the session
+    // (and ran its setup); the one-shot counterpart and the reference do the
+    // whole work (for session_pandas: build the frame, then query it) on
+    // every call.
+    console.log(
+      `sessions: one untimed call starts each session, then ${warmup} warm-up and ${nMcp} sequential calls into it; ` +
+        `one-shot = the same work in a fresh process per call`,
+    );
+    printSessionTable(sessionRows);
+    console.log();
+  }
+  if (sessionMemory?.skipped) {
+    console.log(`memory of idle sessions: skipped (${sessionMemory.skipped})`);
+    console.log();
+  } else if (sessionMemory) {
+    printSessionMemory(sessionMemory);
+    console.log();
+  }
   // The sandbox's cost per run: the runner times its own lockdown (mount and
   // ipc namespaces, tmpfs, rlimits, credentials, no_new_privs, Landlock,
   // seccomp) and the server logs it: the part a spare runner did before its
   // request arrived, and the part left on the request's path. Namespaces
   // made once in the zygote cost nothing per run.
-  const printP50 = p50('print', 'mcp-exec');
   console.log(
     `lockdown per run, ahead of the request (spare runners): p50 ${lockdownAhead.p50_ms.toFixed(3)} ms, ` +
       `p99 ${lockdownAhead.p99_ms.toFixed(3)} ms (CPU spent per run, off the latency path)`,
   );
+  const printP50 = row('print', 'mcp-exec')?.p50_ms;
   console.log(
     `lockdown per run, on the request's path: p50 ${lockdown.p50_ms.toFixed(3)} ms, p99 ${lockdown.p99_ms.toFixed(3)} ms ` +
-      `over ${lockdown.n} runs (${((lockdown.p50_ms / printP50) * 100).toFixed(1)}% of a print(1) call; ` +
-      `with the whole lockdown on the path print(1) would take about ` +
-      `${(printP50 + lockdownAhead.p50_ms).toFixed(2)} ms)`,
+      `over ${lockdown.n} runs` +
+      (printP50 === undefined
+        ? ''
+        : ` (${((lockdown.p50_ms / printP50) * 100).toFixed(1)}% of a print(1) call; ` +
+          `with the whole lockdown on the path print(1) would take about ` +
+          `${(printP50 + lockdownAhead.p50_ms).toFixed(2)} ms)`),
   );
   console.log();
   const summary = {
@@ -282,6 +724,14 @@ async function main() {
     n: { 'mcp-exec': nMcp, reference: nRef },
     rows,
     ratio_ref_p50_over_mcp_p50: ratios,
+    sessions: sessionRows.map(({ one_shot_row, reference_row, ...r }) => ({
+      ...r,
+      one_shot_p50_ms: one_shot_row.p50_ms,
+      one_shot_p99_ms: one_shot_row.p99_ms,
+      reference_p50_ms: reference_row.p50_ms,
+      reference_p99_ms: reference_row.p99_ms,
+    })),
+    session_memory: sessionMemory,
     lockdown,
     lockdown_ahead: lockdownAhead,
   };
