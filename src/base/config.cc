@@ -205,7 +205,7 @@ int64_t DefaultMaxPySessions(int64_t memory_limit_mb) {
   // Each session may grow to its memory limit and keeps it between calls:
   // half the machine's memory divided among them.
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  int64_t total_mb = pages > 0 && page > 0 ? int64_t{pages} * page / (1024 * 1024) : 4096;
+  int64_t total_mb = pages > 0 && page > 0 ? int64_t{pages} * page / (int64_t{1} << 20) : 4096;
   return std::clamp<int64_t>(total_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
 }
 

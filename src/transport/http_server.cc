@@ -496,6 +496,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!first.empty()) Enqueue(chunked_ ? Chunk(first) : first, 0);
     DoWrite();
     if (s->options().heartbeat_every.count() > 0) Heartbeat();
+    WatchPeer();
+  }
+
+  // While a response streams nothing else reads the socket: a read kept
+  // pending sees at once that the client went away (EOF, reset), which
+  // otherwise only a failing heartbeat would show, up to two heartbeats
+  // later. What such a stream holds (an SSE session, its Python sessions)
+  // then ends at once. Bytes that do arrive (a pipelined request) are kept
+  // for after the stream, and the heartbeat is the watch from then on.
+  void WatchPeer() {
+    watching_ = true;
+    socket_.async_read_some(
+        buffer_.prepare(4096),
+        [self = shared_from_this()](error_code ec, size_t n) { self->OnPeerRead(ec, n); });
+  }
+  void OnPeerRead(error_code ec, size_t n) {
+    watching_ = false;
+    if (phase_ == Phase::kClosed) return;
+    if (!ec) buffer_.commit(n);
+    if (resume_after_watch_) {
+      resume_after_watch_ = false;
+      return Next();  // the stream ended while the watch was pending
+    }
+    if (ec && ec != asio::error::operation_aborted) CloseNow();  // the client is gone
   }
 
   void Heartbeat() {
@@ -570,6 +594,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       stream_ = nullptr;
       s->Closed(true);
       auto keep = std::move(self_);
+      if (watching_) {
+        // The next read waits for the watch's: cancelled, it resumes there.
+        resume_after_watch_ = true;
+        error_code ignored;
+        socket_.cancel(ignored);
+        return;
+      }
       return Next();
     }
     if (!out_.empty()) return DoWrite();
@@ -691,6 +722,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<StreamImpl> stream_;
   std::shared_ptr<Connection> self_;  // while streaming
   bool stream_ended_ = false, chunked_ = true;
+  bool watching_ = false, resume_after_watch_ = false;  // WatchPeer's read is pending
 };
 
 bool StreamImpl::Write(std::string bytes) {
