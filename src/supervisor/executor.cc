@@ -338,6 +338,22 @@ struct Executor::Stream {
 // pipes are closed: stdin fed, both streams read under one budget, the
 // status pipe read up to its bound, the deadline and cancellation enforced.
 struct Executor::RunIo {
+  RunIo(uint64_t id, const RunRequest& r, CancelToken& c, RunSlot& sl, RunFds& f, RunOutcome& o,
+        Clock::time_point start, const Config& config, const Progress& p)
+      : run_id(id),
+        req(r),
+        cancel(c),
+        slot(sl),
+        fds(f),
+        outcome(o),
+        started_at(start),
+        budget(config.max_output_bytes),
+        tail_bytes(config.tail_bytes),
+        results(ResultLimitsFor(config)),
+        out(&o.stdout_data),
+        err(&o.stderr_data),
+        progress(p),
+        next_progress(start + kProgressEvery) {}
   const uint64_t run_id;
   const RunRequest& req;
   CancelToken& cancel;
@@ -389,6 +405,16 @@ struct Executor::RunIo {
     if (session && cell_done) return true;
     return exited && !out.open && !err.open && !results_open;
   }
+  // What the pipes brought, into the outcome: the tail of a stream that lost
+  // bytes to the budget, and the checked results.
+  void CollectOutput() {
+    const auto tail = static_cast<size_t>(tail_bytes);
+    outcome.stdout_lost = out.lost;
+    outcome.stderr_lost = err.lost;
+    if (out.lost) outcome.stdout_tail = std::string(Utf8Tail(out.last, tail));
+    if (err.lost) outcome.stderr_tail = std::string(Utf8Tail(err.last, tail));
+    results.Finish(&outcome);
+  }
   // Where the status pipe's end record of a session cell starts.
   size_t done_offset() const {
     return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
@@ -420,20 +446,7 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
   if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) return *refused;
 
-  RunIo io{run_id,
-           req,
-           cancel,
-           *slot,
-           fds,
-           outcome,
-           started_at,
-           config_.max_output_bytes,
-           config_.tail_bytes,
-           ResultsReader(ResultLimitsFor(config_)),
-           Stream(&outcome.stdout_data),
-           Stream(&outcome.stderr_data),
-           progress};
-  io.next_progress = started_at + kProgressEvery;
+  RunIo io(run_id, req, cancel, *slot, fds, outcome, started_at, config_, progress);
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
   active.End();
@@ -477,20 +490,7 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
     session.ended = "its interpreter could not be reached";
     return *refused;
   }
-  RunIo io{session.run_id,
-           req,
-           cancel,
-           *session.slot,
-           fds,
-           outcome,
-           started_at,
-           config_.max_output_bytes,
-           config_.tail_bytes,
-           ResultsReader(ResultLimitsFor(config_)),
-           Stream(&outcome.stdout_data),
-           Stream(&outcome.stderr_data),
-           progress};
-  io.next_progress = started_at + kProgressEvery;
+  RunIo io(session.run_id, req, cancel, *session.slot, fds, outcome, started_at, config_, progress);
   io.session = &session;
   io.interrupt_grace = interrupt_grace;
   io.oom_base = oom_base;
@@ -574,12 +574,7 @@ std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) 
   }
   o.lockdown_us = session.cells == 0 ? session.lockdown_us : 0;
   o.lockdown_ahead_us = session.cells == 0 ? session.lockdown_ahead_us : 0;
-  const auto tail = static_cast<size_t>(io.tail_bytes);
-  o.stdout_lost = io.out.lost;
-  o.stderr_lost = io.err.lost;
-  if (io.out.lost) o.stdout_tail = std::string(Utf8Tail(io.out.last, tail));
-  if (io.err.lost) o.stderr_tail = std::string(Utf8Tail(io.err.last, tail));
-  io.results.Finish(&o);
+  io.CollectOutput();
   o.exit_code = io.done.status & 0xFF;
   if (io.timed_out) {
     o.exit_code = -1;
@@ -824,12 +819,7 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
     o.lockdown_us = v->lockdown_us;
     o.lockdown_ahead_us = v->ahead_us;
   }
-  const auto tail = static_cast<size_t>(io.tail_bytes);
-  o.stdout_lost = io.out.lost;
-  o.stderr_lost = io.err.lost;
-  if (io.out.lost) o.stdout_tail = std::string(Utf8Tail(io.out.last, tail));
-  if (io.err.lost) o.stderr_tail = std::string(Utf8Tail(io.err.last, tail));
-  io.results.Finish(&o);
+  io.CollectOutput();
   if (WIFSIGNALED(io.wait_status)) {
     o.signal = WTERMSIG(io.wait_status);
     o.exit_code = -1;

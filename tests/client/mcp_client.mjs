@@ -3,6 +3,7 @@
 // HTTP+SSE) for the SDK's HTTP client transports. Shared by the SDK tests
 // (sdk_stdio, parity and load tests) and the benchmark (bench/bench.mjs), so
 // that all use the one SDK version pinned here.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -223,4 +224,34 @@ export async function connectHttpClient(server, { headers, clientName = 'mcp-exe
     throw err;
   }
   return { client, transport };
+}
+
+// --- Checks on a CallToolResult shared by the test files ---
+
+// A result for failure messages: long strings (base64 data too) shortened.
+export function brief(result) {
+  return JSON.stringify(result, (key, value) =>
+    typeof value === 'string' && value.length > 400
+      ? `${value.slice(0, 200)}...<${value.length} chars>...${value.slice(-120)}`
+      : value,
+  );
+}
+
+// A normal (non-error) result: content[0] is the structured result as JSON
+// text. Returns { out: structuredContent, extra: content after the text }.
+export function ok(result) {
+  assert.equal(result.isError, false, `not a tool error: ${brief(result)}`);
+  const out = result.structuredContent;
+  assert.ok(out && typeof out === 'object', `structuredContent is present: ${brief(result)}`);
+  assert.equal(result.content[0]?.type, 'text', 'the first content item is text');
+  assert.deepEqual(JSON.parse(result.content[0].text), out, 'the text item is the structured result as JSON');
+  return { out, extra: result.content.slice(1) };
+}
+
+// A tool error: isError, one text item, no structured result. Returns the text.
+export function toolError(result) {
+  assert.equal(result.isError, true, `a tool error: ${brief(result)}`);
+  assert.equal(result.content[0]?.type, 'text');
+  assert.equal(result.structuredContent, undefined, 'a tool error carries no structured result');
+  return result.content[0].text;
 }

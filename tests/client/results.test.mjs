@@ -14,7 +14,14 @@ import { after, before, describe, test } from 'node:test';
 
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { connectHttpClient, connectMcpExec, startHttpServer } from './mcp_client.mjs';
+import {
+  brief,
+  connectHttpClient,
+  connectMcpExec,
+  ok,
+  startHttpServer,
+  toolError,
+} from './mcp_client.mjs';
 
 const SETUP_TIMEOUT_MS = 60_000;
 const TEST_TIMEOUT_MS = 30_000;
@@ -130,33 +137,6 @@ function call(ctx, args, options = {}) {
   });
 }
 
-// A result for failure messages: long strings and base64 data shortened.
-function brief(result) {
-  return JSON.stringify(result, (key, value) =>
-    typeof value === 'string' && value.length > 400
-      ? `${value.slice(0, 200)}...<${value.length} chars>...${value.slice(-120)}`
-      : value,
-  );
-}
-
-// A normal (non-error) result: content[0] is the structured result as JSON
-// text. Returns { out: structuredContent, extra: content after the text }.
-function ok(result) {
-  assert.equal(result.isError, false, `not a tool error: ${brief(result)}`);
-  const out = result.structuredContent;
-  assert.ok(out && typeof out === 'object', `structuredContent is present: ${brief(result)}`);
-  assert.equal(result.content[0]?.type, 'text', 'the first content item is text');
-  assert.deepEqual(JSON.parse(result.content[0].text), out, 'the text item is the structured result as JSON');
-  return { out, extra: result.content.slice(1) };
-}
-
-// A tool error: isError, one text item, no structured result. Returns the text.
-function toolError(result) {
-  assert.equal(result.isError, true, `a tool error: ${brief(result)}`);
-  assert.equal(result.content[0]?.type, 'text');
-  assert.equal(result.structuredContent, undefined, 'a tool error carries no structured result');
-  return result.content[0].text;
-}
 
 // The image items of a result's extra content, decoded and checked as PNG.
 function pngImages(extra) {
