@@ -4,9 +4,12 @@
 #include <pthread.h>
 #include <pybind11/embed.h>
 #include <signal.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 
 namespace py = pybind11;
 
@@ -16,7 +19,61 @@ extern const char kRuntimeSource[];  // runtime_source.cc, generated from python
 
 namespace mcpexec::embed {
 
-bool InitInterpreter(std::string* error) {
+namespace {
+
+// The interpreter's object arenas (256 KiB each), while the zygote warms
+// up, come from one region aligned to huge pages instead of one mmap each:
+// the warmed objects then sit in one mapping that can be collapsed onto
+// huge pages. After the warm-up the region's unused tail is given back and
+// new arenas are plain mmaps again (see CollapseHeapToHugePages), so that
+// nothing reserved counts into a run's address space.
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kArenaRegionBytes = size_t{256} << 20;
+char* g_arena_region = nullptr;
+size_t g_arena_used = 0;
+
+void* ArenaAlloc(void* /*ctx*/, size_t size) {
+  if (g_arena_region && g_arena_used + size <= kArenaRegionBytes) {
+    void* p = g_arena_region + g_arena_used;
+    g_arena_used += size;
+    return p;
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// Both kinds are anonymous mappings: munmap frees either (a region's arena
+// leaves a hole in it).
+void ArenaFree(void* /*ctx*/, void* p, size_t size) { munmap(p, size); }
+
+void UseHugeArenaRegion() {
+  size_t span = kArenaRegionBytes + kHugePage;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return;
+  auto start = reinterpret_cast<uintptr_t>(raw);
+  uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  uintptr_t end = aligned + kArenaRegionBytes;
+  if (start + span > end) munmap(reinterpret_cast<void*>(end), start + span - end);
+  g_arena_region = reinterpret_cast<char*>(aligned);
+  madvise(g_arena_region, kArenaRegionBytes, MADV_HUGEPAGE);
+  PyObjectArenaAllocator arenas{nullptr, ArenaAlloc, ArenaFree};
+  PyObject_SetArenaAllocator(&arenas);
+}
+
+// The region keeps what the warm-up used (rounded up to a huge page); the
+// rest goes back, and later arenas are plain mmaps.
+void CloseHugeArenaRegion() {
+  if (!g_arena_region) return;
+  size_t keep = (g_arena_used + kHugePage - 1) & ~(kHugePage - 1);
+  if (keep < kArenaRegionBytes) munmap(g_arena_region + keep, kArenaRegionBytes - keep);
+  g_arena_region = nullptr;
+}
+
+}  // namespace
+
+bool InitInterpreter(bool huge_arenas, std::string* error) {
   PyPreConfig pre;
   PyPreConfig_InitIsolatedConfig(&pre);
   pre.utf8_mode = 1;  // open() and the std streams speak UTF-8 whatever the locale
@@ -25,6 +82,7 @@ bool InitInterpreter(std::string* error) {
     *error = "Py_PreInitialize failed";
     return false;
   }
+  if (huge_arenas) UseHugeArenaRegion();
   PyConfig config;
   PyConfig_InitIsolatedConfig(&config);
   // The prefix is the one of the interpreter we were built against, never
@@ -63,15 +121,69 @@ py::object LoadRuntime() {
 
 }  // namespace
 
-bool WarmUp(std::string* report, std::string* error) {
+bool WarmUp(const std::vector<std::string>& preload, std::string* report, std::string* error) {
   try {
-    py::object result = LoadRuntime().attr("warm_up")();
+    py::list names;
+    for (const std::string& n : preload) names.append(py::str(n));
+    py::object result = LoadRuntime().attr("warm_up")(names);
     *report = py::module_::import("json").attr("dumps")(result).cast<std::string>();
     return true;
   } catch (py::error_already_set& e) {
-    *error = std::string("python warm-up failed: ") + e.what();
+    // The runtime's own message (a preload that failed names its module).
+    *error = e.matches(PyExc_RuntimeError) ? py::str(e.value()).cast<std::string>()
+                                           : std::string("python warm-up failed: ") + e.what();
     return false;
   }
+}
+
+MemoryShape ReadMemoryShape() {
+  MemoryShape m;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) ++m.mappings;
+  std::ifstream rollup("/proc/self/smaps_rollup");
+  while (std::getline(rollup, line)) {
+    std::istringstream in(line);
+    std::string key;
+    int64_t kib = 0;
+    in >> key >> kib;
+    if (key == "Rss:") m.rss_kib = kib;
+    if (key == "AnonHugePages:") m.anon_huge_kib = kib;
+  }
+  return m;
+}
+
+int64_t CollapseHeapToHugePages() {
+  CloseHugeArenaRegion();
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  while (std::getline(maps, line)) {
+    // start-end perms offset dev inode [path]: private, writable, and no
+    // file behind it (the heap, malloc's and the interpreter's arenas).
+    std::istringstream in(line);
+    std::string span, perms, offset, dev, inode, path;
+    in >> span >> perms >> offset >> dev >> inode >> path;
+    if (perms.size() < 4 || perms[1] != 'w' || perms[3] != 'p') continue;
+    if (!(path.empty() || path == "[heap]")) continue;
+    uintptr_t start = std::stoull(span.substr(0, span.find('-')), nullptr, 16);
+    uintptr_t end = std::stoull(span.substr(span.find('-') + 1), nullptr, 16);
+    start = (start + kHuge - 1) & ~(kHuge - 1);
+    end &= ~(kHuge - 1);
+    if (end > start) ranges.emplace_back(start, end);
+  }
+  int64_t collapsed = 0;
+  for (auto [start, end] : ranges) {
+    void* p = reinterpret_cast<void*>(start);  // NOLINT(performance-no-int-to-ptr)
+    if (madvise(p, end - start, MADV_HUGEPAGE) != 0) continue;
+    // Synchronous (Linux 6.1); where it is missing, khugepaged may still
+    // collapse the range later.
+    if (madvise(p, end - start, 25 /* MADV_COLLAPSE */) == 0) {
+      collapsed += static_cast<int64_t>(end - start);
+    }
+  }
+  return collapsed;
 }
 
 namespace {

@@ -14,11 +14,26 @@ namespace mcpexec::embed {
 
 // Isolated config, UTF-8 mode, the build's prefix as home. Returns false
 // with *error set if CPython refuses.
-bool InitInterpreter(std::string* error);
+// huge_arenas: the warm-up's object arenas in one region that
+// CollapseHeapToHugePages() can put on huge pages.
+bool InitInterpreter(bool huge_arenas, std::string* error);
 
 // Loads the runtime module and runs its warm_up() (imports and warms the
-// promised packages). *report: its report, as JSON text.
-bool WarmUp(std::string* report, std::string* error);
+// promised packages, then the preload modules). *report: its report, as
+// JSON text.
+bool WarmUp(const std::vector<std::string>& preload, std::string* report, std::string* error);
+
+// The process's memory as the kernel counts it: mappings, RSS and the part
+// of it on transparent huge pages.
+struct MemoryShape {
+  int64_t mappings = 0, rss_kib = 0, anon_huge_kib = 0;
+};
+MemoryShape ReadMemoryShape();
+// Puts the anonymous private memory (the warmed heap) on transparent huge
+// pages where the kernel allows (MADV_HUGEPAGE, then MADV_COLLAPSE): each
+// fork then copies one entry per 2 MiB instead of 512. Returns how many
+// bytes were collapsed.
+int64_t CollapseHeapToHugePages();
 
 // CPython's fork hooks, around a fork() or clone() of the process.
 void BeforeFork();

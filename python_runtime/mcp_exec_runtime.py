@@ -127,10 +127,36 @@ def _warm_caches(report):
         yaml.safe_load(yaml.safe_dump({"a": [1, 2]}))
 
 
-def warm_up():
+def _preload(names):
+    """Imports the operator's extra modules (MCP_EXEC_PRELOAD) after the
+    promised ones. One that fails to import stops the start, naming it."""
+    import importlib
+    import importlib.metadata
+
+    loaded = {}
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+        except BaseException as exc:
+            raise RuntimeError("MCP_EXEC_PRELOAD: module %r failed to import: %s: %s"
+                               % (name, type(exc).__name__, exc)) from None
+        version = getattr(mod, "__version__", None)
+        if version is None:
+            try:
+                version = importlib.metadata.version(name.split(".")[0])
+            except Exception:
+                version = ""  # the standard library's modules have none
+        loaded[name] = str(version)
+    # What the preloaded modules import lazily on first use is warmed by
+    # importing them; their objects join the frozen heap below.
+    return loaded
+
+
+def warm_up(preload=()):
     """Runs once in the zygote. Returns the report the server publishes."""
     report = _import_packages()
     _warm_caches(report)
+    preloaded = _preload(preload)
     # A fatal signal in a run (a segfault in native code) leaves a
     # Python-level traceback on the run's stderr (fd 2 in every runner).
     faulthandler.enable(all_threads=False)
@@ -143,6 +169,7 @@ def warm_up():
         "packages": report,
         # The promised packages in their order (the C++ side keeps no list).
         "package_order": [dist for _, dist in PACKAGES],
+        "preloaded": [[name, version] for name, version in preloaded.items()],
     }
 
 

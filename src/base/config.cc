@@ -64,6 +64,36 @@ std::string ParseAddr(const std::string& v) {
 
 // The table of every option (a declaration, exempt from the size rule).
 // NOLINTNEXTLINE(readability-function-size)
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// A dotted Python module name of ASCII identifiers.
+bool IsModuleName(const std::string& name) {
+  bool start = true;
+  for (char ch : name) {
+    bool alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
+    bool digit = ch >= '0' && ch <= '9';
+    if (ch == '.') {
+      if (start) return false;
+      start = true;
+    } else if (alpha || (digit && !start)) {
+      start = false;
+    } else {
+      return false;
+    }
+  }
+  return !start;
+}
+
 const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
       {"MCP_EXEC_TRANSPORT", "--transport", TransportName(Config{}.transport), "",
@@ -184,6 +214,21 @@ const std::vector<Option>& Options() {
        "how long a session's cell may ignore KeyboardInterrupt (timeout, cancel) before its "
        "interpreter is killed",
        IntField(&Config::py_session_interrupt_ms, 100, 60000)},
+      {"MCP_EXEC_PRELOAD", "--preload", "(none)", "",
+       "comma-separated modules imported and warmed before any run, after the promised "
+       "packages, so that runs get them at once (a module that fails to import stops the start)",
+       [](Config& c, const std::string& v) -> std::string {
+         c.preload.clear();
+         for (const std::string& name : SplitComma(v)) {
+           if (!IsModuleName(name)) return "has \"" + name + "\", which is not a module name";
+           c.preload += (c.preload.empty() ? "" : ",") + name;
+         }
+         return "";
+       }},
+      {"MCP_EXEC_ZYGOTE_HUGE_PAGES", "--zygote-huge-pages", Default(&Config::zygote_huge_pages), "",
+       "1: the warmed interpreter's heap goes on transparent huge pages before the first fork "
+       "(cheaper forks and exits); 0: never",
+       IntField(&Config::zygote_huge_pages, 0, 1)},
       {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", Default(&Config::shutdown_grace_s), "s",
        "on SIGTERM, how long running calls may finish before they are killed",
        IntField(&Config::shutdown_grace_s, 0, 3600)},

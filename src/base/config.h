@@ -55,6 +55,10 @@ struct Config {
   int64_t py_session_idle_s = 600;
   int64_t py_session_max_s = 14400;  // lifetime, and the interpreter's CPU budget
   int64_t py_session_interrupt_ms = 2000;
+  // Performance: modules the zygote imports and warms besides the promised
+  // packages (comma-separated), and its heap on transparent huge pages.
+  std::string preload;
+  int64_t zygote_huge_pages = 1;
   std::string log_level = "info";
 };
 

@@ -64,6 +64,8 @@ const std::vector<Arg>& Args() {
       {"max-processes", IntField(&ZygoteArgs::max_processes, 1), num(&ZygoteArgs::max_processes)},
       {"max-open-files", IntField(&ZygoteArgs::max_open_files, 1),
        num(&ZygoteArgs::max_open_files)},
+      {"huge-pages", IntField(&ZygoteArgs::huge_pages, 0), num(&ZygoteArgs::huge_pages)},
+      {"preload", TextField(&ZygoteArgs::preload), text(&ZygoteArgs::preload)},
       OutputArg("max-images", &OutputLimits::max_images, 0),
       OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),
       OutputArg("max-out-files", &OutputLimits::max_out_files, 0),

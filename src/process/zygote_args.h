@@ -45,6 +45,11 @@ struct ZygoteArgs {
   // The limits of every run.
   int64_t memory_bytes = 0, disk_bytes = 0, max_processes = 0, max_open_files = 0;
   OutputLimits output;
+  // 1: the warmed heap is moved onto transparent huge pages before the first
+  // fork (fewer page-table entries to copy per fork and to free per exit).
+  int64_t huge_pages = 0;
+  // Modules to import and warm after the promised packages (comma-separated).
+  std::string preload;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).
   int64_t cgroup_version = 0;
   std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_why_not_memory, cgroup_why_not_pids;

@@ -86,7 +86,10 @@ struct RuntimeReport {  // NOLINT(bugprone-exception-escape)
   // distribution name -> version, only the importable ones, in promise order.
   std::vector<std::pair<std::string, std::string>> packages;
   std::vector<std::string> missing;  // promised but not importable
-  nlohmann::json sandbox;            // namespaces and layers, from the zygote
+  // MCP_EXEC_PRELOAD's modules (name, version), imported in the zygote.
+  std::vector<std::pair<std::string, std::string>> preloaded;
+  nlohmann::json sandbox;  // namespaces and layers, from the zygote
+  nlohmann::json image;    // the zygote's memory before and after huge pages
 };
 
 RuntimeReport ParseRuntimeReport(const nlohmann::json& j);

@@ -88,6 +88,8 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.max_processes = config_.max_processes;
   a.max_open_files = config_.max_open_files;
   a.output = ResultLimitsFor(config_);
+  a.huge_pages = config_.zygote_huge_pages;
+  a.preload = config_.preload;
   a.cgroup_version = cgroups_.version;
   a.cgroup_memory_dir = cgroups_.memory_dir;
   a.cgroup_pids_dir = cgroups_.pids_dir;
@@ -226,6 +228,8 @@ bool ZygoteClient::Start(std::string* error) {
                              {"python", report.python_version},
                              {"packages", pk},
                              {"missing", report.missing},
+                             {"preloaded", report.preloaded},
+                             {"image", report.image},
                              {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::steady_clock::now() - t0)
                                                .count()}});

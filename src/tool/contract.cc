@@ -164,6 +164,9 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   for (size_t i = 0; i < rt.packages.size(); ++i) {
     o << (i ? ", " : "") << rt.packages[i].first << " " << rt.packages[i].second;
   }
+  for (const auto& [name, version] : rt.preloaded) {
+    o << ", " << name << (version.empty() ? "" : " " + version);
+  }
   o << " (already imported: importing them is instant; matplotlib uses the Agg backend and "
        "plt.show() returns the figures as images).";
   // The numbers a call really gets: a default above the cap is the cap.

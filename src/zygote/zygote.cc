@@ -20,6 +20,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -747,9 +748,15 @@ void WatchChildren(Zygote& z) {
 
 // Python up and warm, still one thread, the late layers prepared: returns
 // the report for kReady, or sends kFatal and exits.
-std::string WarmUp(Zygote& z) {
+std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
   std::string report, error;
-  if (!embed::InitInterpreter(&error) || !embed::WarmUp(&report, &error)) {
+  std::vector<std::string> preload;
+  std::stringstream names(args.preload);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (!name.empty()) preload.push_back(name);
+  }
+  if (!embed::InitInterpreter(args.huge_pages != 0, &error) ||
+      !embed::WarmUp(preload, &report, &error)) {
     SendFatal(z.control, error);
     _exit(1);
   }
@@ -766,6 +773,19 @@ std::string WarmUp(Zygote& z) {
     RefuseNamespaces(z, "the runs' minimal root could not be made: " + z.sandbox.readonly_error);
   }
   nlohmann::json full = nlohmann::json::parse(report);
+  // The image every run is forked from, before and after its heap went on
+  // huge pages (fork copies, and exit frees, one entry per page).
+  embed::MemoryShape before = embed::ReadMemoryShape();
+  int64_t collapsed = args.huge_pages ? embed::CollapseHeapToHugePages() : 0;
+  embed::MemoryShape after = embed::ReadMemoryShape();
+  auto shape = [](const embed::MemoryShape& m) {
+    return nlohmann::json{
+        {"mappings", m.mappings}, {"rss_kib", m.rss_kib}, {"anon_huge_kib", m.anon_huge_kib}};
+  };
+  full["image"] = {{"before", shape(before)},
+                   {"after", shape(after)},
+                   {"huge_pages", args.huge_pages != 0},
+                   {"collapsed_kib", collapsed / 1024}};
   full["sandbox"] = {{"namespaces", sandbox::namespaces::FlagNames(z.sandbox.ns_flags)},
                      {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))}};
   return full.dump();
@@ -796,7 +816,7 @@ int ZygoteMain(int argc, char** argv) {
   BecomeZygote(z, args);
   sandbox::PrepareEarly(&z.sandbox);
   WatchChildren(z);
-  std::string report = WarmUp(z);
+  std::string report = WarmUp(z, args);
   wire::Header ready{wire::Type::kReady, 0, 0, z.self};
   if (!wire::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
   Serve(z, z.sigfd);

@@ -1,0 +1,49 @@
+// MCP_EXEC_PRELOAD: an operator's own modules imported and warmed in the
+// zygote, announced in the tool description with their versions, already
+// in sys.modules when a run starts; a module that cannot be imported stops
+// the start with an error naming it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server_process.h"
+
+namespace mcpexec::testing {
+namespace {
+
+TEST(PreloadTest, ModulesAreImportedBeforeTheRunAndAnnounced) {
+  ServerProcess s(Env{{"MCP_EXEC_PRELOAD", "sympy, xml.dom.minidom"}});
+  s.Initialize();
+  json tools = s.Request("tools/list", json::object())["result"]["tools"];
+  std::string d = tools[0]["description"];
+  // Debian's python3-sympy (scripts/deps/test.txt); a standard-library
+  // module has no version of its own.
+  EXPECT_NE(d.find(", sympy 1."), std::string::npos) << d;
+  EXPECT_NE(d.find(", xml.dom.minidom ("), std::string::npos) << d;
+  json r = s.Exec(
+      "import sys\nprint('sympy' in sys.modules, 'xml.dom.minidom' in sys.modules)\n"
+      "import sympy\nprint(sympy.factor(sympy.Symbol('x')**2 - 1))");
+  EXPECT_EQ(r["stdout"], "True True\n(x - 1)*(x + 1)\n") << r.dump();
+  EXPECT_NE(s.Stderr().find("\"preloaded\":[[\"sympy\",\"1."), std::string::npos);
+}
+
+TEST(PreloadTest, AModuleThatFailsToImportStopsTheStart) {
+  ServerProcess s(Env{{"MCP_EXEC_PRELOAD", "json,no_such_module_for_mcp_exec"}});
+  EXPECT_EQ(s.Wait(60000), 1);
+  std::string err = s.Stderr();
+  EXPECT_NE(err.find("MCP_EXEC_PRELOAD: module 'no_such_module_for_mcp_exec' failed to import: "
+                     "ModuleNotFoundError"),
+            std::string::npos)
+      << err;
+}
+
+TEST(PreloadTest, ANameThatIsNoModuleIsAConfigError) {
+  ServerProcess s(Env{{"MCP_EXEC_PRELOAD", "numpy,os;rm"}});
+  EXPECT_EQ(s.Wait(10000), 1);
+  EXPECT_NE(s.Stderr().find("MCP_EXEC_PRELOAD has \"os;rm\", which is not a module name"),
+            std::string::npos)
+      << s.Stderr();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
