@@ -159,12 +159,12 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
   lock.lock();
   const auto now = Clock::now();
   e.last_used = now;
-  if (!e.run.ended.empty()) {
-    out.ended = e.run.ended;
-    EndInterpreterLocked(e, "interpreter_ended");
-  } else if (stopping_) {
+  if (stopping_ || (cancel.cancelled() && cancel.reason() == CancelReason::kShutdown)) {
     out.ended = "the server is shutting down";
     EndInterpreterLocked(e, "shutdown");
+  } else if (!e.run.ended.empty()) {
+    out.ended = e.run.ended;
+    EndInterpreterLocked(e, "interpreter_ended");
   } else if (e.close_after) {
     out.ended = "its connection ended";
     EndInterpreterLocked(e, "connection_closed");

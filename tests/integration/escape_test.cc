@@ -162,9 +162,20 @@ TEST_P(EscapeTest, Snippet) {
     json args = {{"code", c.code}, {"timeout_s", c.timeout_s}};
     if (!c.stdin_data.empty()) args["stdin"] = c.stdin_data;
     if (p.session) {
-      // Each repeat in a session of its own (sessions share nothing: state
-      // and residue snippets check it), the snippet as its second cell, so
-      // that the layers are shown to hold after code already ran there.
+      // Each repeat in a session of its own, started once the one before has
+      // ended (state and residue snippets check that a session leaves
+      // nothing behind), the snippet as its second cell, so that the layers
+      // are shown to hold after code already ran there.
+      auto ended = [&] {
+        std::string log = s.Stderr();
+        int n = 0;
+        for (size_t at = log.find("\"event\":\"py_session_end\""); at != std::string::npos;
+             at = log.find("\"event\":\"py_session_end\"", at + 1)) {
+          ++n;
+        }
+        return n >= run;
+      };
+      ASSERT_TRUE(WaitUntil(ended, 10000)) << "the session of run " << run << " did not end";
       args["session"] = "escape-" + std::to_string(run);
       json first = s.Call({{"code", "first_cell = True"}, {"session", args["session"]}});
       ASSERT_EQ(first["structuredContent"].value("session_new", false), true) << first.dump();
