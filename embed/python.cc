@@ -272,6 +272,14 @@ void InstallCrashFlush() {
   }
 }
 
+void Prefault() {
+  try {
+    py::module_::import("sys").attr("modules")["mcp_exec_runtime"].attr("prefault")();
+  } catch (py::error_already_set&) {
+    PyErr_Clear();  // only a cost saved, never a reason to fail the run
+  }
+}
+
 void BeforeFork() { PyOS_BeforeFork(); }
 void AfterForkInChild() { PyOS_AfterFork_Child(); }
 void AfterForkInParent() { PyOS_AfterFork_Parent(); }

@@ -65,6 +65,7 @@ const std::vector<Arg>& Args() {
       {"max-open-files", IntField(&ZygoteArgs::max_open_files, 1),
        num(&ZygoteArgs::max_open_files)},
       {"huge-pages", IntField(&ZygoteArgs::huge_pages, 0), num(&ZygoteArgs::huge_pages)},
+      {"prefault", IntField(&ZygoteArgs::prefault, 0), num(&ZygoteArgs::prefault)},
       {"preload", TextField(&ZygoteArgs::preload), text(&ZygoteArgs::preload)},
       OutputArg("max-images", &OutputLimits::max_images, 0),
       OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),

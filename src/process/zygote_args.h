@@ -48,6 +48,9 @@ struct ZygoteArgs {
   // 1: the warmed heap is moved onto transparent huge pages before the first
   // fork (fewer page-table entries to copy per fork and to free per exit).
   int64_t huge_pages = 0;
+  // 1: a spare takes the copy-on-write faults of common snippets before its
+  // run arrives (embed::Prefault).
+  int64_t prefault = 0;
   // Modules to import and warm after the promised packages (comma-separated).
   std::string preload;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).

@@ -89,6 +89,7 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.max_open_files = config_.max_open_files;
   a.output = ResultLimitsFor(config_);
   a.huge_pages = config_.zygote_huge_pages;
+  a.prefault = config_.spare_prefault;
   a.preload = config_.preload;
   a.cgroup_version = cgroups_.version;
   a.cgroup_memory_dir = cgroups_.memory_dir;
