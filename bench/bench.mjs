@@ -5,31 +5,55 @@
 //
 //   (cd tests/client && npm ci)   # the SDK, pinned once for tests and bench
 //   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--mem-sessions=4]
-//                        [--only=print,pandas,session_print,session_memory]
+//                        [--conc-calls=200] [--conc-max-s=20] [--conc-levels=1,2,4,8]
+//                        [--only=print,pandas,session_print,session_memory,concurrency]
+//                        [--quick] [--plot] [--json-out=FILE]
 //
 // The same settings can come from BENCH_N_MCP, BENCH_N_REF, BENCH_WARMUP,
-// BENCH_MEM_SESSIONS and BENCH_ONLY (flags win); MCP_EXEC_BIN selects the
-// server binary. Calls are sequential and timed end to end on the client
-// side. Besides the one-shot snippets it times calls into live sessions (the
-// exec tool's `session`: session_print, session_pandas, each against its
-// one-shot counterpart and the reference), and then, with those sessions
-// idle, reads the memory of idle sessions on the host (session_memory: PSS
-// from /proc/<pid>/smaps_rollup, so run it as root; it is skipped, saying
-// so, when those cannot be read). Unless MCP_EXEC_MAX_PY_SESSIONS is set, the
+// BENCH_MEM_SESSIONS, BENCH_CONC_CALLS, BENCH_CONC_MAX_S, BENCH_CONC_LEVELS
+// and BENCH_ONLY (flags win); MCP_EXEC_BIN selects the server binary. Calls
+// are sequential and timed end to end on the client side. Besides the
+// one-shot snippets it times calls into live sessions (the exec tool's
+// `session`: session_print, session_pandas, each against its one-shot
+// counterpart and the reference), and then, with those sessions idle, reads
+// the memory of idle sessions on the host (session_memory: PSS from
+// /proc/<pid>/smaps_rollup, so run it as root; it is skipped, saying so,
+// when those cannot be read). Unless MCP_EXEC_MAX_PY_SESSIONS is set, the
 // server gets it set to the number of sessions the bench keeps (the default
-// follows the machine's memory and can be as low as 2). The last line is the
-// summary as JSON, prefixed with "BENCH_JSON ". Exits non-zero if any call
-// fails.
+// follows the machine's memory and can be as low as 2).
+//
+// Then throughput and latency against concurrency (`concurrency`): print(1)
+// with exactly k calls outstanding (k = 1, 2, 4, 8) over ONE client
+// connection, first to a fresh server on stdio, then to a fresh server on
+// streamable HTTP (127.0.0.1 only); --conc-calls timed calls per level, or as
+// many as --conc-max-s seconds allow, after warmup x k untimed ones. Those
+// two servers run with MCP_EXEC_MAX_CONCURRENT unset (its default: the
+// number of CPUs) and MCP_EXEC_MAX_QUEUE at 64 (at least the highest level),
+// so that no call waits in vain for a place; a refused call fails the bench.
+//
+// --quick: tiny counts (n-mcp 3, n-ref 1, warm-up 0, 2 sessions for memory,
+// 20 calls per concurrency level, 5 s per level at most) unless given as
+// flags, to prove the whole bench works end to end (CI). --json-out=FILE
+// saves the summary; --plot draws it with bench/plot.py (Debian's
+// /usr/bin/python3 and its matplotlib) into bench/bench.png. The last line
+// is the summary as JSON, prefixed with "BENCH_JSON ". Exits non-zero if any
+// call fails.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { connectMcpExec, serverBin } from '../tests/client/mcp_client.mjs';
+import { connectHttpClient, connectMcpExec, serverBin, startHttpServer } from '../tests/client/mcp_client.mjs';
 
 const REFERENCE_PYTHON = '/usr/bin/python3';
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+// --plot: bench/plot.py, run by Debian's Python (it has matplotlib), draws the
+// summary into bench/bench.png.
+const PLOT_SCRIPT = path.join(BENCH_DIR, 'plot.py');
+const PLOT_PNG = path.join(BENCH_DIR, 'bench.png');
 
 // A 100,000-row frame, and a query on it: a session builds the frame once
 // and then only queries it; a one-shot call (and the reference) must build
@@ -128,45 +152,118 @@ const SESSION_SCENARIOS = [
 // The memory of idle sessions (see measureSessionMemory): its own name for
 // --only.
 const SESSION_MEMORY = 'session_memory';
+// Throughput and latency against concurrency (see measureConcurrency): its
+// own name for --only.
+const CONCURRENCY = 'concurrency';
+
+// An operator's own package (MCP_EXEC_PRELOAD): imported cold in every run on
+// a default server, against already imported on a server that preloads it.
+// Debian's python3-sympy (scripts/deps/test.txt); skipped, saying so, where
+// Debian's python3 cannot import it.
+const PRELOAD = 'preload';
+const PRELOAD_MODULE = 'sympy';
+const PRELOAD_CALL = {
+  name: `import ${PRELOAD_MODULE}`,
+  code: `import ${PRELOAD_MODULE}\nprint(${PRELOAD_MODULE}.__version__ is not None)\n`,
+  expect: 'True\n',
+};
+
+// The counts, by flag: [environment variable, default, --quick's, minimum].
+const COUNTS = {
+  'n-mcp': ['BENCH_N_MCP', 30, 3, 1],
+  'n-ref': ['BENCH_N_REF', 10, 1, 1],
+  warmup: ['BENCH_WARMUP', 3, 0, 0],
+  'mem-sessions': ['BENCH_MEM_SESSIONS', 4, 2, 1],
+  'conc-calls': ['BENCH_CONC_CALLS', 200, 20, 1],
+  'conc-max-s': ['BENCH_CONC_MAX_S', 20, 5, 1],
+};
 
 function settings() {
   const { values } = parseArgs({
     options: {
-      'n-mcp': { type: 'string', default: process.env.BENCH_N_MCP ?? '30' },
-      'n-ref': { type: 'string', default: process.env.BENCH_N_REF ?? '10' },
-      warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
-      'mem-sessions': { type: 'string', default: process.env.BENCH_MEM_SESSIONS ?? '4' },
+      ...Object.fromEntries(Object.keys(COUNTS).map((name) => [name, { type: 'string' }])),
+      'conc-levels': { type: 'string', default: process.env.BENCH_CONC_LEVELS ?? '1,2,4,8' },
       only: { type: 'string', default: process.env.BENCH_ONLY ?? '' },
+      quick: { type: 'boolean', default: false },
+      plot: { type: 'boolean', default: false },
+      'json-out': { type: 'string' },
     },
   });
   // --only=print,pandas: a subset of the snippets (e.g. to compare with a
   // build that predates some of them). A session scenario brings its
-  // one-shot counterpart along; session_memory is the memory of idle sessions.
+  // one-shot counterpart along; session_memory is the memory of idle
+  // sessions, concurrency the calls with several in flight.
   let sessions = [...SESSION_SCENARIOS];
   let memory = true;
+  let concurrency = true;
+  let preload = true;
   if (values.only) {
     const keep = values.only.split(',');
-    const known = [...SNIPPETS, ...SESSION_SCENARIOS].map((s) => s.name).concat(SESSION_MEMORY);
+    const known = [...SNIPPETS, ...SESSION_SCENARIOS]
+      .map((s) => s.name)
+      .concat(SESSION_MEMORY, CONCURRENCY, PRELOAD);
     const unknown = keep.filter((k) => !known.includes(k));
     if (unknown.length) throw new Error(`--only: unknown snippet ${unknown.join(', ')}`);
     sessions = SESSION_SCENARIOS.filter((s) => keep.includes(s.name));
     memory = keep.includes(SESSION_MEMORY);
+    concurrency = keep.includes(CONCURRENCY);
+    preload = keep.includes(PRELOAD);
     const oneShots = keep.concat(sessions.map((s) => s.oneShot));
     SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => oneShots.includes(s.name)));
   }
-  const count = (name, min) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${values[name]})`);
+  // A flag wins; then --quick's count; then the environment; then the default.
+  const count = (name) => {
+    const [envName, fallback, quick, min] = COUNTS[name];
+    const raw = values[name] ?? (values.quick ? String(quick) : (process.env[envName] ?? String(fallback)));
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got ${raw})`);
     return n;
   };
+  const levels = values['conc-levels'].split(',').map(Number);
+  if (!levels.length || levels.some((k) => !Number.isInteger(k) || k < 1 || k > 64)) {
+    throw new Error(`--conc-levels must be integers from 1 to 64, comma-separated (got ${values['conc-levels']})`);
+  }
   return {
-    nMcp: count('n-mcp', 1),
-    nRef: count('n-ref', 1),
-    warmup: count('warmup', 0),
-    memSessions: count('mem-sessions', 1),
+    quick: values.quick,
+    plot: values.plot,
+    jsonOut: values['json-out'],
+    nMcp: count('n-mcp'),
+    nRef: count('n-ref'),
+    warmup: count('warmup'),
+    memSessions: count('mem-sessions'),
+    concCalls: count('conc-calls'),
+    concMaxS: count('conc-max-s'),
+    concLevels: levels,
     sessions,
     memory,
+    concurrency,
+    preload,
   };
+}
+
+let serverSeen = null;  // for the header when no other part started a server
+
+// p50/p99 of PRELOAD_CALL on a server of its own, with env added.
+async function measurePreload(env, warmup, n) {
+  const { client } = await connectMcpExec({ clientName: 'mcp-exec-bench-preload', env });
+  try {
+    const results = await measure(() => callMcpExec(client, PRELOAD_CALL), warmup, n);
+    serverSeen ??= client.getServerVersion();
+    return summarize(PRELOAD_CALL.name, env.MCP_EXEC_PRELOAD ? 'preloaded' : 'cold', results.map((r) => r[0]), results.map((r) => r[1]));
+  } finally {
+    await client.close();
+  }
+}
+
+// The module cold in every run against preloaded, or why it was skipped.
+async function runPreload(opts) {
+  const probe = await runProcess(REFERENCE_PYTHON, ['-c', `import ${PRELOAD_MODULE}`], {}).catch((e) => e);
+  if (probe instanceof Error || probe.code !== 0) {
+    return { skipped: `${REFERENCE_PYTHON} cannot import ${PRELOAD_MODULE} (apt-get install python3-${PRELOAD_MODULE})` };
+  }
+  const cold = await measurePreload({}, 1, Math.max(1, Math.min(opts.nRef, 10)));
+  const preloaded = await measurePreload({ MCP_EXEC_PRELOAD: PRELOAD_MODULE }, opts.warmup, opts.nMcp);
+  return { module: PRELOAD_MODULE, cold, preloaded, ratio_cold_p50_over_preloaded_p50: Math.round((cold.p50_ms / preloaded.p50_ms) * 10) / 10 };
 }
 
 // Nearest-rank percentile of an ascending array.
@@ -198,7 +295,9 @@ function checkOutput(side, snippet, stdout) {
   }
 }
 
-// One call to mcp-exec; returns [client-side ms, server-reported duration_ms].
+// One call to mcp-exec; returns [client-side ms, server-reported duration_ms,
+// queue_ms (the wait for a run slot)]. A refused call (isError: at capacity,
+// say) fails the bench like any other failure: it is never a sample.
 // session: { name, starts } to run in that session; starts: whether this call
 // must be the one that starts its interpreter (session_new). A session that
 // ended, or started afresh when it should have lived on, fails the bench: its
@@ -210,7 +309,10 @@ async function callMcpExec(client, snippet, session) {
   const result = await client.callTool({ name: 'exec', arguments: args });
   const elapsed = performance.now() - started;
   const out = result.structuredContent;
-  if (result.isError || out?.exit_code !== 0) {
+  if (result.isError) {
+    throw new Error(`mcp-exec ${snippet.name} refused (isError): ${JSON.stringify(result)}`);
+  }
+  if (out?.exit_code !== 0) {
     throw new Error(`mcp-exec ${snippet.name} failed: ${JSON.stringify(result)}`);
   }
   checkOutput('mcp-exec', snippet, out.stdout);
@@ -227,7 +329,7 @@ async function callMcpExec(client, snippet, session) {
       throw new Error(`mcp-exec ${snippet.name}: ${images.length} image items, expected ${snippet.images}`);
     }
   }
-  return [elapsed, out.duration_ms];
+  return [elapsed, out.duration_ms, out.queue_ms];
 }
 
 function runProcess(command, args, options) {
@@ -282,6 +384,168 @@ async function measureSession(client, scenario, warmup, n) {
   });
   const results = await measure(() => callMcpExec(client, scenario, { name, starts: false }), warmup, n);
   return { session: name, start_ms: Math.round(startMs * 100) / 100, results };
+}
+
+// ---------------------------------------------------------------------------
+// Throughput and latency against concurrency: print(1) with exactly k calls
+// outstanding on one client connection (a closed loop: k workers, each
+// sending its next call when its last one answers), for each k in turn.
+
+const CONCURRENT_CALL = { name: 'print(1) in flight', code: 'print(1)\n', expect: '1\n' };
+
+// The servers of the concurrency runs: MCP_EXEC_MAX_CONCURRENT unset (its
+// default: the number of CPUs), and a queue that holds every call the
+// highest level can have waiting for a slot.
+function concurrencyEnv(levels) {
+  return { MCP_EXEC_MAX_CONCURRENT: undefined, MCP_EXEC_MAX_QUEUE: String(Math.max(64, ...levels)) };
+}
+
+// The run limits the server states in its start log line.
+function startLimits(log) {
+  for (const line of log.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const m = JSON.parse(line);
+    if (m.event === 'start') return { max_concurrent: m.max_concurrent, max_queue: m.max_queue };
+  }
+  throw new Error('the server logged no start line');
+}
+
+// k workers until `calls` calls have been sent or `maxMs` has passed (no new
+// call after it; those in flight finish). The first failure stops them all
+// and is thrown. Returns the samples and the wall time from the first call
+// sent to the last answer.
+async function closedLoop(client, k, calls, maxMs) {
+  const samples = [];
+  let sent = 0;
+  let failed = false;
+  let timeBound = false;
+  const started = performance.now();
+  const deadline = started + maxMs;
+  const worker = async () => {
+    while (sent < calls && !failed) {
+      if (performance.now() >= deadline) {
+        timeBound = true;
+        return;
+      }
+      sent++;
+      try {
+        samples.push(await callMcpExec(client, CONCURRENT_CALL));
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: k }, worker));
+  return { samples, wallMs: performance.now() - started, timeBound };
+}
+
+// Every level on one connection: warmup x k untimed calls, then the timed ones.
+async function measureConcurrency(client, transport, { levels, calls, maxMs, warmup }) {
+  const rows = [];
+  for (const k of levels) {
+    if (warmup > 0) await closedLoop(client, k, warmup * k, Infinity);
+    const { samples, wallMs, timeBound } = await closedLoop(client, k, calls, maxMs);
+    const row = summarize('print', transport, samples.map((x) => x[0]), samples.map((x) => x[1]));
+    const queue = samples.map((x) => x[2]).filter((q) => typeof q === 'number').sort((a, b) => a - b);
+    rows.push({
+      transport,
+      in_flight: k,
+      n: row.n,
+      wall_s: Math.round(wallMs) / 1000,
+      calls_per_s: Math.round((row.n / wallMs) * 1000 * 10) / 10,
+      p50_ms: row.p50_ms,
+      p99_ms: row.p99_ms,
+      min_ms: row.min_ms,
+      max_ms: row.max_ms,
+      server_duration_p50_ms: row.server_duration_p50_ms,
+      queue_p50_ms: queue.length ? percentile(queue, 50) : null,
+      queue_p99_ms: queue.length ? percentile(queue, 99) : null,
+      time_bound: timeBound,
+    });
+  }
+  return rows;
+}
+
+// A fresh server on stdio, then one on streamable HTTP (127.0.0.1), each
+// with its own single client connection; one after the other, so that they
+// never share the CPUs.
+async function runConcurrency(opts) {
+  const env = concurrencyEnv(opts.levels);
+  const servers = {};
+  const rows = [];
+  let version;
+
+  const stdio = await connectMcpExec({ clientName: 'mcp-exec-bench-concurrency', env });
+  try {
+    version = stdio.client.getServerVersion();
+    servers.stdio = startLimits(stdio.serverLog());
+    checkQueue('stdio', servers.stdio, opts.levels);
+    rows.push(...(await measureConcurrency(stdio.client, 'stdio', opts)));
+  } catch (err) {
+    err.message += `\nserver (stdio) stderr:\n${stdio.serverLog()}`;
+    throw err;
+  } finally {
+    await stdio.client.close();
+  }
+
+  const server = await startHttpServer({ transport: 'http', env });
+  try {
+    servers.http = { ...startLimits(server.log()), url: String(server.url) };
+    checkQueue('http', servers.http, opts.levels);
+    const { client } = await connectHttpClient(server, { clientName: 'mcp-exec-bench-concurrency' });
+    try {
+      rows.push(...(await measureConcurrency(client, 'http', opts)));
+    } finally {
+      await client.close();
+    }
+    // The server's own count of refusals: none, or the bench is wrong.
+    const res = await fetch(new URL('/metrics', server.origin));
+    const text = await res.text();
+    const refused = /^mcp_exec_runs_total\{outcome="refused"\} (\S+)$/m.exec(text);
+    if (res.status !== 200) throw new Error(`GET /metrics: HTTP ${res.status}`);
+    if (refused && Number(refused[1]) !== 0) throw new Error(`the HTTP server refused ${refused[1]} runs`);
+  } catch (err) {
+    err.message += `\nserver (http) stderr:\n${server.log()}`;
+    throw err;
+  } finally {
+    await server.stop();
+  }
+  return { server: version, servers, rows };
+}
+
+// Every call of the highest level must find a place in the queue.
+function checkQueue(transport, limits, levels) {
+  const waiting = Math.max(...levels) - limits.max_concurrent;
+  if (!(limits.max_queue >= waiting)) {
+    throw new Error(`${transport} server: max_queue ${limits.max_queue} < ${waiting} calls that would wait`);
+  }
+}
+
+function printConcurrencyTable(rows) {
+  const header = [
+    'transport',
+    'in_flight',
+    'n',
+    'wall_s',
+    'calls/s',
+    'p50_ms',
+    'p99_ms',
+    'server_p50_ms',
+    'queue_p50_ms',
+  ];
+  const lines = rows.map((r) => [
+    r.transport,
+    String(r.in_flight),
+    r.time_bound ? `${r.n}*` : String(r.n),
+    r.wall_s.toFixed(2),
+    r.calls_per_s.toFixed(1),
+    r.p50_ms.toFixed(2),
+    r.p99_ms.toFixed(2),
+    String(r.server_duration_p50_ms),
+    r.queue_p50_ms === null ? '-' : String(r.queue_p50_ms),
+  ]);
+  printColumns(header, lines, 1);
 }
 
 // The first call of a session: its setup, after a marker (an empty file the
@@ -599,10 +863,15 @@ function lockdownStats(log, field = 'lockdown_us') {
 }
 
 async function main() {
-  const { nMcp, nRef, warmup, memSessions, sessions, memory } = settings();
+  const opts = settings();
+  const { nMcp, nRef, warmup, memSessions, sessions, memory } = opts;
   const rows = [];
   const sessionRuns = [];
   let sessionMemory = null;
+  let server = null;
+  let lockdown = null;
+  let lockdownAhead = null;
+  let concurrency = null;
 
   // Enough live sessions for the bench's (the default cap follows the
   // machine's memory and can be 2), unless set by the caller.
@@ -611,43 +880,61 @@ async function main() {
   if (needSessions > 0 && process.env.MCP_EXEC_MAX_PY_SESSIONS === undefined) {
     env.MCP_EXEC_MAX_PY_SESSIONS = String(Math.max(2, needSessions));
   }
-  const { client, transport, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench', env });
-  const server = client.getServerVersion();
-  try {
-    for (const snippet of SNIPPETS) {
-      const results = await measure(() => callMcpExec(client, snippet), warmup, nMcp);
-      rows.push(summarize(snippet.name, 'mcp-exec', results.map((r) => r[0]), results.map((r) => r[1])));
-    }
-    for (const scenario of sessions) {
-      sessionRuns.push({ scenario, ...(await measureSession(client, scenario, warmup, nMcp)) });
-    }
-    // With the scenarios' sessions idle (still live on this connection).
-    if (memory) {
-      try {
-        sessionMemory = await measureSessionMemory(
-          client,
-          transport.pid,
-          sessionRuns.map((r) => r.session),
-          memSessions,
-        );
-      } catch (err) {
-        if (!/run the bench as root/.test(err.message)) throw err;
-        sessionMemory = { skipped: err.message };
+  // The snippets, sessions and memory on one stdio connection (skipped when
+  // --only leaves none of them).
+  if (SNIPPETS.length || sessions.length || memory) {
+    const { client, transport, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench', env });
+    server = client.getServerVersion();
+    try {
+      for (const snippet of SNIPPETS) {
+        const results = await measure(() => callMcpExec(client, snippet), warmup, nMcp);
+        rows.push(summarize(snippet.name, 'mcp-exec', results.map((r) => r[0]), results.map((r) => r[1])));
       }
+      for (const scenario of sessions) {
+        sessionRuns.push({ scenario, ...(await measureSession(client, scenario, warmup, nMcp)) });
+      }
+      // With the scenarios' sessions idle (still live on this connection).
+      if (memory) {
+        try {
+          sessionMemory = await measureSessionMemory(
+            client,
+            transport.pid,
+            sessionRuns.map((r) => r.session),
+            memSessions,
+          );
+        } catch (err) {
+          if (!/run the bench as root/.test(err.message)) throw err;
+          sessionMemory = { skipped: err.message };
+        }
+      }
+    } catch (err) {
+      err.message += `\nserver stderr:\n${serverLog()}`;
+      throw err;
+    } finally {
+      await client.close();
     }
-  } catch (err) {
-    err.message += `\nserver stderr:\n${serverLog()}`;
-    throw err;
-  } finally {
-    await client.close();
+    lockdown = lockdownStats(serverLog());
+    lockdownAhead = lockdownStats(serverLog(), 'lockdown_ahead_us');
   }
-  const lockdown = lockdownStats(serverLog());
-  const lockdownAhead = lockdownStats(serverLog(), 'lockdown_ahead_us');
 
   for (const snippet of SNIPPETS) {
     const samples = await measure(() => callReference(snippet), warmup, nRef);
     rows.push(summarize(snippet.name, 'reference', samples));
   }
+
+  // Throughput and latency against concurrency, on servers of their own.
+  if (opts.concurrency) {
+    concurrency = await runConcurrency({
+      levels: opts.concLevels,
+      calls: opts.concCalls,
+      maxMs: opts.concMaxS * 1000,
+      warmup,
+    });
+    server ??= concurrency.server;
+  }
+
+  const preload = opts.preload ? await runPreload(opts) : null;
+  server ??= serverSeen;
 
   const row = (snippet, side) => rows.find((r) => r.snippet === snippet && r.side === side);
   const p50 = (snippet, side) => row(snippet, side).p50_ms;
@@ -671,7 +958,9 @@ async function main() {
   });
 
   console.log(`mcp-exec ${server?.version} (${serverBin}) vs. reference ${REFERENCE_PYTHON} per call`);
-  console.log(`warm-up ${warmup} calls, then ${nMcp} (mcp-exec) / ${nRef} (reference) sequential calls per snippet`);
+  if (rows.length || sessionRows.length) {
+    console.log(`warm-up ${warmup} calls, then ${nMcp} (mcp-exec) / ${nRef} (reference) sequential calls per snippet`);
+  }
   console.log();
   if (rows.length) {
     printTable(rows, ratios);
@@ -702,22 +991,60 @@ async function main() {
   // seccomp) and the server logs it: the part a spare runner did before its
   // request arrived, and the part left on the request's path. Namespaces
   // made once in the zygote cost nothing per run.
-  console.log(
-    `lockdown per run, ahead of the request (spare runners): p50 ${lockdownAhead.p50_ms.toFixed(3)} ms, ` +
-      `p99 ${lockdownAhead.p99_ms.toFixed(3)} ms (CPU spent per run, off the latency path)`,
-  );
-  const printP50 = row('print', 'mcp-exec')?.p50_ms;
-  console.log(
-    `lockdown per run, on the request's path: p50 ${lockdown.p50_ms.toFixed(3)} ms, p99 ${lockdown.p99_ms.toFixed(3)} ms ` +
-      `over ${lockdown.n} runs` +
-      (printP50 === undefined
-        ? ''
-        : ` (${((lockdown.p50_ms / printP50) * 100).toFixed(1)}% of a print(1) call; ` +
-          `with the whole lockdown on the path print(1) would take about ` +
-          `${(printP50 + lockdownAhead.p50_ms).toFixed(2)} ms)`),
-  );
-  console.log();
+  if (lockdown) {
+    console.log(
+      `lockdown per run, ahead of the request (spare runners): p50 ${lockdownAhead.p50_ms.toFixed(3)} ms, ` +
+        `p99 ${lockdownAhead.p99_ms.toFixed(3)} ms (CPU spent per run, off the latency path)`,
+    );
+    const printP50 = row('print', 'mcp-exec')?.p50_ms;
+    console.log(
+      `lockdown per run, on the request's path: p50 ${lockdown.p50_ms.toFixed(3)} ms, p99 ${lockdown.p99_ms.toFixed(3)} ms ` +
+        `over ${lockdown.n} runs` +
+        (printP50 === undefined
+          ? ''
+          : ` (${((lockdown.p50_ms / printP50) * 100).toFixed(1)}% of a print(1) call; ` +
+            `with the whole lockdown on the path print(1) would take about ` +
+            `${(printP50 + lockdownAhead.p50_ms).toFixed(2)} ms)`),
+    );
+    console.log();
+  }
+  if (concurrency) {
+    const { stdio, http } = concurrency.servers;
+    console.log(
+      `concurrency: print(1) with exactly in_flight calls outstanding on one client connection; up to ` +
+        `${opts.concCalls} timed calls per level (or ${opts.concMaxS} s; * = stopped by the time bound), ` +
+        `after ${warmup} x in_flight untimed; max_concurrent ${stdio.max_concurrent} (stdio) / ` +
+        `${http.max_concurrent} (http, ${http.url}), max_queue ${stdio.max_queue} / ${http.max_queue}, ` +
+        `${os.cpus().length} CPUs`,
+    );
+    printConcurrencyTable(concurrency.rows);
+    console.log();
+  }
+  if (preload?.skipped) {
+    console.log(`preload: skipped (${preload.skipped})`);
+    console.log();
+  } else if (preload) {
+    const { cold, preloaded } = preload;
+    console.log(
+      `preload (MCP_EXEC_PRELOAD=${preload.module}): \`${PRELOAD_CALL.name}\` in a run, cold p50 ${cold.p50_ms.toFixed(1)} / ` +
+        `p99 ${cold.p99_ms.toFixed(1)} ms (n ${cold.n}), preloaded p50 ${preloaded.p50_ms.toFixed(2)} / ` +
+        `p99 ${preloaded.p99_ms.toFixed(2)} ms (n ${preloaded.n}): ${preload.ratio_cold_p50_over_preloaded_p50}x`,
+    );
+    console.log();
+  }
+  const cpus = os.cpus();
   const summary = {
+    date: new Date().toISOString(),
+    machine: {
+      cpus: cpus.length,
+      cpu_model: cpus[0]?.model ?? null,
+      os: os.type(),
+      kernel: os.release(),
+      arch: os.arch(),
+      mem_gib: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+      node: process.version,
+    },
+    quick: opts.quick,
     server: { name: server?.name, version: server?.version, bin: serverBin },
     reference: REFERENCE_PYTHON,
     warmup,
@@ -734,8 +1061,41 @@ async function main() {
     session_memory: sessionMemory,
     lockdown,
     lockdown_ahead: lockdownAhead,
+    preload,
+    concurrency: concurrency && {
+      snippet: CONCURRENT_CALL.code.trim(),
+      levels: opts.concLevels,
+      calls_per_level: opts.concCalls,
+      max_s_per_level: opts.concMaxS,
+      // untimed calls before each level: this times in_flight
+      warmup_per_in_flight: warmup,
+      servers: concurrency.servers,
+      rows: concurrency.rows,
+    },
   };
-  console.log(`BENCH_JSON ${JSON.stringify(summary)}`);
+  const json = JSON.stringify(summary);
+  if (opts.jsonOut) {
+    await writeFile(opts.jsonOut, json + '\n');
+    console.log(`summary: ${path.resolve(opts.jsonOut)}`);
+  }
+  if (opts.plot) console.log(`plot: ${await plot(json)}`);
+  console.log(`BENCH_JSON ${json}`);
+}
+
+// The summary drawn by bench/plot.py into bench/bench.png; returns its path.
+async function plot(json) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-plot-'));
+  try {
+    const file = path.join(dir, 'bench.json');
+    await writeFile(file, json);
+    const run = await runProcess(REFERENCE_PYTHON, [PLOT_SCRIPT, file, PLOT_PNG], {});
+    if (run.code !== 0) {
+      throw new Error(`${PLOT_SCRIPT} failed (exit ${run.code}, signal ${run.signal}):\n${run.stderr}${run.stdout}`);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return PLOT_PNG;
 }
 
 main().catch((err) => {
