@@ -62,8 +62,7 @@ std::string ParseAddr(const std::string& v) {
   return "";
 }
 
-// The table of every option (a declaration, exempt from the size rule).
-// NOLINTNEXTLINE(readability-function-size)
+// The items of a comma-separated list, trimmed, empty ones dropped.
 std::vector<std::string> SplitComma(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -94,6 +93,8 @@ bool IsModuleName(const std::string& name) {
   return !start;
 }
 
+// The table of every option (a declaration, exempt from the size rule).
+// NOLINTNEXTLINE(readability-function-size)
 const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
       {"MCP_EXEC_TRANSPORT", "--transport", TransportName(Config{}.transport), "",
