@@ -811,6 +811,35 @@ async function measureSessionMemory(client, serverPid, scenarioSessions, k) {
     });
     prev = after;
   }
+  // One-shot runs, looked at while they run (each holds a marker and sleeps
+  // after its snippet): their own PSS, and the tree's growth with the run
+  // live (its spare was taken and replaced).
+  report.runs = [];
+  const runKinds = [
+    { id: 'print', what: 'print(1)', code: 'print(1)\n', expect: '1\n' },
+    {
+      id: 'pandas',
+      what: 'the pandas snippet',
+      code: SNIPPETS.find((x) => x.name === 'pandas')?.code,
+      expect: SNIPPETS.find((x) => x.name === 'pandas')?.expect,
+    },
+  ];
+  for (const kind of runKinds.filter((x) => x.code)) {
+    const name = `bench-run-${kind.id}`;
+    const running = callMcpExec(client, {
+      name: `${SESSION_MEMORY} run ${kind.id}`,
+      code: `_bench_marker = open('${MARKER_PREFIX}${name}', 'w')\n${kind.code}\nimport time\ntime.sleep(3)\n`,
+      expect: kind.expect,
+    });
+    const during = await settledSnapshot(zygote, live.concat([name]));
+    await running;
+    report.runs.push({
+      what: kind.what,
+      own_pss_mib: mib(during.sessions.get(name)?.kib ?? 0),
+      tree_growth_mib: mib(during.total_kib - prev.total_kib),
+      settled: during.settled && during.sessions.has(name),
+    });
+  }
   return report;
 }
 
@@ -841,6 +870,12 @@ function printSessionMemory(m) {
         `${a.total_pss_after_mib.toFixed(1)}, so +${a.per_session_delta_mib.toFixed(1)} per session ` +
         `(its own PSS ${a.per_session_pss_mib.toFixed(1)}, shared pages' share included; ` +
         `zygote now ${a.zygote_pss_after_mib.toFixed(1)})${unsettled(a.settled)}`,
+    );
+  }
+  for (const r of m.runs ?? []) {
+    console.log(
+      `  a one-shot run of ${r.what}, while it runs: its own PSS ${r.own_pss_mib.toFixed(1)}, the tree ` +
+        `+${r.tree_growth_mib.toFixed(1)} over the idle one (its spare replaced)${unsettled(r.settled)}`,
     );
   }
 }
