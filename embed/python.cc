@@ -272,9 +272,9 @@ void InstallCrashFlush() {
   }
 }
 
-void Prefault() {
+void Prefault(int level) {
   try {
-    py::module_::import("sys").attr("modules")["mcp_exec_runtime"].attr("prefault")();
+    py::module_::import("sys").attr("modules")["mcp_exec_runtime"].attr("prefault")(level);
   } catch (py::error_already_set&) {
     PyErr_Clear();  // only a cost saved, never a reason to fail the run
   }

@@ -35,8 +35,9 @@ MemoryShape ReadMemoryShape();
 // bytes were collapsed.
 int64_t CollapseHeapToHugePages();
 
-// In a spare runner before its run: the runtime's prefault() (see there).
-void Prefault();
+// In a spare runner before its run: the runtime's prefault(level) (see
+// there).
+void Prefault(int level);
 
 // CPython's fork hooks, around a fork() or clone() of the process.
 void BeforeFork();

@@ -173,23 +173,50 @@ def warm_up(preload=()):
     }
 
 
-def prefault():
-    """Runs in a spare runner, forked and locked down ahead, before its run
-    arrives: does what common snippets do (compile and run a little code,
-    build and group a small DataFrame), so that the copy-on-write faults of
-    the pages this touches are taken now, off the request's path. Nothing of
-    it is visible to the run: its objects are dropped, its module is not
-    __main__, and the run reseeds every generator."""
-    scratch = {"__name__": "__mcp_exec_prefault__", "__builtins__": builtins}
-    exec(compile("total = sum(i * i for i in range(100))\n", "<prefault>", "exec"), scratch)
-    pandas = sys.modules.get("pandas")
-    if pandas is not None:
-        frame = pandas.DataFrame({"k": [1, 1, 2], "v": [1.0, 2.0, 3.0]})
-        frame.groupby("k").v.sum().to_string()
+_REHEARSAL = "out = []\nprint(1, file=buf)\nout.extend(i * i for i in range(10))\nout[-1]\n"
+
+
+def _rehearse():
+    """The shared-heap writes of a run's own path (reseed, compile, exec,
+    print, the last expression's repr, a result record, the traceback cache),
+    done on scratch objects."""
+    import random
+
+    random.seed()
     numpy = sys.modules.get("numpy")
     if numpy is not None:
-        numpy.arange(16).reshape(4, 4).sum(axis=0)
-    del scratch
+        numpy.random.seed()
+    buf = io.StringIO()
+    scratch = {"__name__": "__mcp_exec_rehearsal__", "__builtins__": builtins, "buf": buf}
+    lines = io.StringIO(_REHEARSAL, newline=None).readlines()
+    linecache.cache["<rehearsal>"] = (len(_REHEARSAL), None, lines, "<rehearsal>")
+    tree = compile(_REHEARSAL, "<rehearsal>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    last = tree.body.pop()
+    exec(compile(tree, "<rehearsal>", "exec", dont_inherit=True), scratch)
+    value = eval(compile(ast.Expression(last.value), "<rehearsal>", "eval", dont_inherit=True),
+                 scratch)
+    head = json.dumps({"kind": "result", "bytes": len(repr(value))}).encode()
+    struct.pack("<I", len(head))
+    os.path.join(os.getcwd(), "out")
+    del linecache.cache["<rehearsal>"]
+
+
+def prefault(level):
+    """Runs in a spare runner, forked and locked down ahead, before its run
+    arrives, so that copy-on-write faults of pages a run would write are
+    taken now, off the request's path. Level 1: the run's own path
+    (_rehearse); level 2: also a small pandas groupby and numpy op. Nothing of
+    it is visible to the run: its objects are dropped, its module is not
+    __main__, and the run reseeds every generator."""
+    _rehearse()
+    if level >= 2:
+        pandas = sys.modules.get("pandas")
+        if pandas is not None:
+            frame = pandas.DataFrame({"k": [1, 1, 2], "v": [1.0, 2.0, 3.0]})
+            frame.groupby("k").v.sum().to_string()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.arange(16).reshape(4, 4).sum(axis=0)
     gc.collect(0)
 
 

@@ -69,7 +69,7 @@ struct Zygote {
   size_t want_spares = 1;
   std::map<std::string, int64_t> output_limits;  // the runtime's, by name
   bool spare_fork_failed = false;                // retry on the next event, not in a loop
-  bool prefault = false;                         // spares take common faults ahead
+  int prefault = 0;  // spares take common faults ahead: 1 the run's path, 2 also pandas
   sandbox::Sandbox sandbox;
 };
 
@@ -390,7 +390,7 @@ void ForkSpare(Zygote& z) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     sandbox::LockdownAhead(z.sandbox, &g_lock);
     g_lockdown_ahead_us = MicrosSince(t0);
-    if (z.prefault) embed::Prefault();
+    if (z.prefault > 0) embed::Prefault(z.prefault);
     wire::Header h;
     std::string payload;
     std::vector<UniqueFd> fds;
@@ -813,7 +813,7 @@ int ZygoteMain(int argc, char** argv) {
   limits.max_processes = args.max_processes;
   limits.max_open_files = args.max_open_files;
   z.output_limits = args.output.ByName();
-  z.prefault = args.prefault != 0;
+  z.prefault = static_cast<int>(args.prefault);
   fcntl(z.control, F_SETFD, FD_CLOEXEC);
   AdoptCgroupFds(z, args);
   BecomeZygote(z, args);
