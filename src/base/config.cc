@@ -62,19 +62,6 @@ std::string ParseAddr(const std::string& v) {
   return "";
 }
 
-// The items of a comma-separated list, trimmed, empty ones dropped.
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 // A dotted Python module name of ASCII identifiers.
 bool IsModuleName(const std::string& name) {
   bool start = true;
@@ -260,6 +247,18 @@ int64_t DefaultMaxPySessions(int64_t memory_limit_mb) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   int64_t total_mb = pages > 0 && page > 0 ? int64_t{pages} * page / (int64_t{1} << 20) : 4096;
   return std::clamp<int64_t>(total_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
+}
+
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 bool ParseDecimal(const std::string& text, int64_t* out) {

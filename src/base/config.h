@@ -94,6 +94,9 @@ std::string TransportName(Transport t);
 // number the server reads from text (variables, flags, the zygote's
 // arguments) must look like.
 bool ParseDecimal(const std::string& text, int64_t* out);
+// The items of a comma-separated list, trimmed, empty ones dropped
+// (MCP_EXEC_PRELOAD's modules, read by the config and by the zygote).
+std::vector<std::string> SplitComma(const std::string& text);
 
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);

@@ -563,17 +563,11 @@ std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) 
   }
   if (!io.cell_done) return Settle(io);  // the outcome of a run that ended
   if (session.cells == 0) {
-    const wire::LockdownVerdict* v = io.status.verdict();
-    if (!v || !v->ok) {
+    if (auto refused = CheckVerdict(io, "session")) {
       session.ended = "its interpreter could not be locked down";
-      return std::string("the sandbox could not lock this session down") +
-             (v ? std::string(": ") + v->error : std::string());
+      return refused;
     }
-    session.lockdown_us = v->lockdown_us;
-    session.lockdown_ahead_us = v->ahead_us;
   }
-  o.lockdown_us = session.cells == 0 ? session.lockdown_us : 0;
-  o.lockdown_ahead_us = session.cells == 0 ? session.lockdown_ahead_us : 0;
   io.CollectOutput();
   o.exit_code = io.done.status & 0xFF;
   if (io.timed_out) {
@@ -798,26 +792,32 @@ void Executor::OnSlotChanged(RunIo& io) {
 // The outcome from the trusted side: the verdict the runner wrote before the
 // code ran, and the wait status the zygote reaped. Returns a tool error
 // message when the run never really started.
+std::optional<std::string> Executor::CheckVerdict(RunIo& io, const char* what) {
+  const wire::LockdownVerdict* v = io.status.verdict();
+  if (!v) {
+    std::string how = !io.exited ? "it was ended before its lockdown finished"
+                      : WIFSIGNALED(io.wait_status)
+                          ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
+                          : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
+    return "the sandbox could not start this " + std::string(what) + ": " + how +
+           " before its lockdown finished";
+  }
+  if (!v->ok) return "the sandbox could not lock this " + std::string(what) + " down: " + v->error;
+  io.outcome.lockdown_us = v->lockdown_us;
+  io.outcome.lockdown_ahead_us = v->ahead_us;
+  return std::nullopt;
+}
+
 std::optional<std::string> Executor::Settle(RunIo& io) {
   RunOutcome& o = io.outcome;
   if (io.lost) return io.lost_reason;
   if (io.stuck) {
     return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
   }
-  if (io.session && io.session->cells > 0) {
-    // A later cell of a session: its interpreter was locked down before the
-    // first one ran.
-  } else if (const wire::LockdownVerdict* v = io.status.verdict(); !v) {
-    std::string how = !io.exited ? "it was ended before its lockdown finished"
-                      : WIFSIGNALED(io.wait_status)
-                          ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
-                          : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
-    return "the sandbox could not start this run: " + how + " before its lockdown finished";
-  } else if (!v->ok) {
-    return std::string("the sandbox could not lock this run down: ") + v->error;
-  } else {
-    o.lockdown_us = v->lockdown_us;
-    o.lockdown_ahead_us = v->ahead_us;
+  // A later cell of a session runs in an interpreter locked down before the
+  // first one ran: only a run's first code has a verdict to check.
+  if (!(io.session && io.session->cells > 0)) {
+    if (auto refused = CheckVerdict(io, "run")) return refused;
   }
   io.CollectOutput();
   if (WIFSIGNALED(io.wait_status)) {

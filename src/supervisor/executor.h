@@ -38,9 +38,8 @@ struct SessionRun {
   uint64_t run_id = 0;
   std::shared_ptr<RunSlot> slot;  // null until the first cell started it
   std::string workdir;
-  std::shared_ptr<void> active;                    // its place in the /dev/shm purge's record
-  int cells = 0;                                   // cells run so far
-  int32_t lockdown_us = 0, lockdown_ahead_us = 0;  // its first cell's
+  std::shared_ptr<void> active;  // its place in the /dev/shm purge's record
+  int cells = 0;                 // cells run so far
   // Set when the interpreter is gone (or must go): why, in plain words.
   std::string ended;
   bool started() const { return slot != nullptr; }
@@ -101,6 +100,9 @@ class Executor {
                                       int64_t session_cpu_s = 0);
   std::optional<std::string> HandCell(SessionRun& session, const RunRequest& req, RunFds& fds);
   void PumpUntilEnded(RunIo& io);
+  // The verdict the runner wrote before any code ran: a tool error unless it
+  // says every layer holds (then its costs go into the outcome).
+  std::optional<std::string> CheckVerdict(RunIo& io, const char* what);
   std::optional<std::string> Settle(RunIo& io);
   std::optional<std::string> SettleCell(RunIo& io, SessionRun& session);
   static std::string WhyInterpreterEnded(const RunIo& io);

@@ -20,10 +20,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "base/unique_fd.h"
 #include "embed/python.h"
 #include "process/proc_tree.h"
@@ -752,11 +752,7 @@ void WatchChildren(Zygote& z) {
 // the report for kReady, or sends kFatal and exits.
 std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
   std::string report, error;
-  std::vector<std::string> preload;
-  std::stringstream names(args.preload);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (!name.empty()) preload.push_back(name);
-  }
+  const std::vector<std::string> preload = SplitComma(args.preload);
   if (!embed::InitInterpreter(args.huge_pages != 0, &error) ||
       !embed::WarmUp(preload, &report, &error)) {
     SendFatal(z.control, error);

@@ -355,21 +355,18 @@ for (const { label, connect, closed } of TRANSPORTS) {
       assert.equal(out.images_omitted, 0);
     });
 
-    it('30 figures left open: 8 images, 22 omitted', async () => {
-      const { out, extra } = ok(await call(ctx, { code: CODE.thirtyOpen }));
-      assert.equal(out.exit_code, 0, out.stderr);
-      assert.equal(pngImages(extra).length, MAX_IMAGES, `image items: ${brief(out)}`);
-      assert.equal(out.images, MAX_IMAGES);
-      assert.equal(out.images_omitted, 30 - MAX_IMAGES);
-    });
-
-    it('30 figures shown with plt.show(): 8 images, 22 omitted', async () => {
-      const { out, extra } = ok(await call(ctx, { code: CODE.thirtyShown }));
-      assert.equal(out.exit_code, 0, out.stderr);
-      assert.equal(pngImages(extra).length, MAX_IMAGES, `image items: ${brief(out)}`);
-      assert.equal(out.images, MAX_IMAGES);
-      assert.equal(out.images_omitted, 30 - MAX_IMAGES);
-    });
+    for (const [how, code] of [
+      ['left open', CODE.thirtyOpen],
+      ['shown with plt.show()', CODE.thirtyShown],
+    ]) {
+      it(`30 figures ${how}: 8 images, 22 omitted`, async () => {
+        const { out, extra } = ok(await call(ctx, { code }));
+        assert.equal(out.exit_code, 0, out.stderr);
+        assert.equal(pngImages(extra).length, MAX_IMAGES, `image items: ${brief(out)}`);
+        assert.equal(out.images, MAX_IMAGES);
+        assert.equal(out.images_omitted, 30 - MAX_IMAGES);
+      });
+    }
 
     it('an image past MCP_EXEC_MAX_IMAGE_BYTES is scaled down, not dropped', async () => {
       const { out, extra } = ok(await call(ctx, { code: CODE.noisyPil }));
