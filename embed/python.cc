@@ -289,8 +289,8 @@ namespace {
 // Calls the runtime's run(...) or session_cell(...) with the input's fields
 // and the extra arguments; (status, reason) back.
 template <typename... Extra>
-int CallRuntime(const char* function, const RunInput& in, bool* memory_error, Extra... extra) {
-  *memory_error = false;
+int CallRuntime(const char* function, const RunInput& in, std::string* reason, Extra... extra) {
+  reason->clear();
   try {
     py::object rt = py::module_::import("sys").attr("modules")["mcp_exec_runtime"];
     py::dict limits;
@@ -304,7 +304,7 @@ int CallRuntime(const char* function, const RunInput& in, bool* memory_error, Ex
     flusher_started = true;
     py::tuple result = rt.attr(function)(py::str(in.code), py::str(in.cwd), in.results_fd, limits,
                                          files, extra...);
-    *memory_error = result[1].cast<std::string>() == "memory";
+    *reason = result[1].cast<std::string>();
     return result[0].cast<int>();
   } catch (py::error_already_set& e) {
     e.restore();
@@ -315,10 +315,10 @@ int CallRuntime(const char* function, const RunInput& in, bool* memory_error, Ex
 
 }  // namespace
 
-int RunCode(const RunInput& in, bool* memory_error) { return CallRuntime("run", in, memory_error); }
+int RunCode(const RunInput& in, std::string* reason) { return CallRuntime("run", in, reason); }
 
-int RunCell(const RunInput& in, int cell, bool* memory_error) {
-  return CallRuntime("session_cell", in, memory_error, cell);
+int RunCell(const RunInput& in, int cell, std::string* reason) {
+  return CallRuntime("session_cell", in, reason, cell);
 }
 
 void WithoutGil(void (*wait)(void*), void* arg) {

@@ -61,14 +61,15 @@ struct RunInput {
 
 // In a locked-down runner: writes the input files, runs the code as
 // __main__ in its cwd, sends the results. Returns the exit status;
-// *memory_error: it ended with an uncaught MemoryError.
-int RunCode(const RunInput& input, bool* memory_error);
+// *reason: the runtime's reason (see run() in the runtime): "memory" for an
+// uncaught MemoryError, "file_size" for an uncaught OSError EFBIG, or "".
+int RunCode(const RunInput& input, std::string* reason);
 
 // In a session's interpreter: one cell, numbered from 1, in the session's
 // lasting __main__ (state, imports and files kept from the cells before).
 // What a one-shot run does at its end (joining threads, exit handlers) is
 // left for the session's end. Returns the cell's exit status.
-int RunCell(const RunInput& input, int cell, bool* memory_error);
+int RunCell(const RunInput& input, int cell, std::string* reason);
 
 // Runs wait() with the GIL released, so the session's own threads go on
 // between cells.

@@ -24,6 +24,7 @@ bounds and checks everything it reads; the limits here only spare work.
 import ast
 import atexit
 import builtins
+import errno
 import faulthandler
 import gc
 import io
@@ -626,12 +627,15 @@ def _run_guarded(workdir, files, code, main, filename=MAIN_FILENAME):
         status = 1
         if isinstance(exc, MemoryError):
             reason = "memory"
+        elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            reason = "file_size"
     return status, reason
 
 
 def run(code, workdir, results_fd, limits, files):
     """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
-    reason is "memory" when an uncaught MemoryError ended the run, else ""."""
+    reason is "memory" when an uncaught MemoryError ended the run, "file_size"
+    when an uncaught OSError EFBIG did (a write past the disk limit), else ""."""
     _prepare_process(workdir, results_fd, limits)
     main = _fresh_main(code)
     status, reason = _run_guarded(workdir, files, code, main)

@@ -100,10 +100,13 @@ struct LockdownVerdict {
 };
 static_assert(sizeof(LockdownVerdict) == 256, "one atomic pipe write");
 
-enum RunReason : uint32_t { kReasonNone = 0, kReasonMemory = 1 };
+// What only Python knows about how the caller's code ended: an uncaught
+// MemoryError, or an uncaught OSError EFBIG (a write past RLIMIT_FSIZE:
+// CPython ignores SIGXFSZ, so the kernel's signal never ends it).
+enum RunReason : uint32_t { kReasonNone = 0, kReasonMemory = 1, kReasonFileSize = 2 };
 struct RunNote {
   uint32_t magic;
-  uint32_t reason;  // RunReason: kReasonMemory for an uncaught MemoryError
+  uint32_t reason;  // RunReason
 };
 
 // A session's cell ends with this record on the cell's status pipe (after the

@@ -581,6 +581,8 @@ std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) 
     // An uncaught MemoryError, or the kernel killed a process of the
     // session (a child, a worker) for memory during this cell.
     o.end = RunEnd::kMemory;
+  } else if (io.done.reason == wire::kReasonFileSize && o.exit_code == 1) {
+    o.end = RunEnd::kFileSize;
   }
   return std::nullopt;
 }
@@ -836,6 +838,9 @@ std::optional<std::string> Executor::Settle(RunIo& io) {
     // The run as a whole passed its memory limit (the cgroup killed), or an
     // uncaught MemoryError (what only Python knows, believed with exit 1).
     o.end = RunEnd::kMemory;
+  } else if (io.status.note() == wire::kReasonFileSize && o.exit_code == 1) {
+    // An uncaught OSError EFBIG: a write past the disk limit.
+    o.end = RunEnd::kFileSize;
   } else if (o.signal) {
     o.end = EndForSignal(o.signal);
   }

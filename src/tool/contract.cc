@@ -88,7 +88,8 @@ json ExecOutputSchema() {
            "present when the run ended abnormally: timeout (the wall-clock deadline passed; the "
            "whole process tree was killed), memory (the memory limit was hit: an uncaught "
            "MemoryError or the run killed for memory), cpu (the CPU-time limit, SIGXCPU), "
-           "file_size (a file grew past the disk limit, SIGXFSZ), seccomp (a forbidden system "
+           "file_size (a file grew past the disk limit: SIGXFSZ, or Python's uncaught OSError "
+           "EFBIG), seccomp (a forbidden system "
            "call, SIGSYS), signal (another signal; see signal), cancelled (the client cancelled "
            "the call), shutdown (the server stopped during the run; the output so far is kept)"}}},
         {"queue_ms",

@@ -197,6 +197,13 @@ void SetCellCpuLimit(int64_t timeout_s) {
   setrlimit(RLIMIT_CPU, &rl);
 }
 
+// The runtime's reason, as the wire says it.
+uint32_t ReasonCode(const std::string& reason) {
+  if (reason == "memory") return wire::kReasonMemory;
+  if (reason == "file_size") return wire::kReasonFileSize;
+  return wire::kReasonNone;
+}
+
 void WriteCellDone(int status, uint32_t reason) {
   wire::CellDone done{wire::kCellDoneMagic, status, reason};
   ssize_t n;
@@ -229,10 +236,10 @@ void WaitForCell(void* arg) {
   for (int cell = 1;; ++cell) {
     SetCellCpuLimit(timeout_s);
     embed::DropPendingInterrupt();
-    bool memory_error = false;
-    int status = embed::RunCell(input, cell, &memory_error);
+    std::string reason;
+    int status = embed::RunCell(input, cell, &reason);
     fflush(nullptr);
-    WriteCellDone(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
+    WriteCellDone(status, ReasonCode(reason));
     sandbox::fds::DetachCell(g_status_fd);
     CellWait w(sock);
     embed::WithoutGil(WaitForCell, &w);
@@ -286,9 +293,9 @@ void WaitForCell(void* arg) {
   input.cwd = cwd;
   input.results_fd = sandbox::fds::ResultsFd(g_status_fd);
   if (session) SessionLoop(std::move(input), params.timeout_s);
-  bool memory_error = false;
-  int status = embed::RunCode(input, &memory_error);
-  Finish(status, memory_error ? wire::kReasonMemory : wire::kReasonNone);
+  std::string reason;
+  int status = embed::RunCode(input, &reason);
+  Finish(status, ReasonCode(reason));
 }
 
 // fork() through CPython's hooks. Returns 0 in the child.
