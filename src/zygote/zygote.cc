@@ -38,6 +38,10 @@ namespace mcpexec {
 
 namespace {
 
+// How long the zygote waits before it tries again to fork the spares it
+// lacks, when the last attempt failed or a spare died idle.
+constexpr int kSpareRetryMs = 250;
+
 // A runner forked in advance, waiting on its socket for a run: the fork of
 // the warmed image (milliseconds) happens between requests, not in one.
 struct Spare {
@@ -68,7 +72,8 @@ struct Zygote {
   std::vector<Spare> retired;  // spares killed unused, until reaped
   size_t want_spares = 1;
   std::map<std::string, int64_t> output_limits;  // the runtime's, by name
-  bool spare_fork_failed = false;                // retry on the next event, not in a loop
+  // Retried on the next event or after kSpareRetryMs, never in a loop.
+  bool spare_fork_failed = false;
   int prefault = 0;  // spares take common faults ahead: 1 the run's path, 2 also pandas
   sandbox::Sandbox sandbox;
 };
@@ -670,7 +675,11 @@ void OnControlMessage(Zygote& z) {
       pfds.push_back({run.sock.get(), POLLIN, 0});
       reapers.push_back(pid);
     }
-    if (poll(pfds.data(), pfds.size(), -1) < 0) {
+    // Spares that could not be forked (or died idle) are retried after a
+    // pause even when nothing else happens: a quiet server would otherwise
+    // keep none, and its next call would pay for a cold fork.
+    int timeout_ms = z.spare_fork_failed && z.spares.size() < z.want_spares ? kSpareRetryMs : -1;
+    if (poll(pfds.data(), pfds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       Die("poll");
     }
