@@ -46,6 +46,12 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
   const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(config));
   std::string buf;
   bool discarding = false;  // inside an oversized line: drop until its newline
+  auto refuse_oversized = [&] {
+    writer.Send(jsonrpc::Error(
+        nullptr, jsonrpc::kInvalidRequest,
+        "message exceeds " + std::to_string(max_line) + " bytes (MCP_EXEC_MAX_REQUEST_BYTES)"));
+    log::Warn("oversized_message", {{"limit", max_line}});
+  };
   std::string stop_reason = "eof";
   char chunk[65536];
   for (;;) {
@@ -72,7 +78,13 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
       if (!discarding) {
         buf.append(chunk + start, i - start);
         if (!buf.empty() && buf.back() == '\r') buf.pop_back();
-        if (buf.find_first_not_of(" \t") != std::string::npos) session.HandleText(buf);
+        // A line whose end came in the read that took it past the cap is
+        // refused like one still open (the check below sees only the rest).
+        if (buf.size() > max_line) {
+          refuse_oversized();
+        } else if (buf.find_first_not_of(" \t") != std::string::npos) {
+          session.HandleText(buf);
+        }
       }
       buf.clear();
       discarding = false;
@@ -81,10 +93,7 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
     if (!discarding) buf.append(chunk + start, n - start);
     if (!discarding && buf.size() > max_line) {
       // Never buffer an unbounded line: answer now, skip the rest of it.
-      writer.Send(jsonrpc::Error(
-          nullptr, jsonrpc::kInvalidRequest,
-          "message exceeds " + std::to_string(max_line) + " bytes (MCP_EXEC_MAX_REQUEST_BYTES)"));
-      log::Warn("oversized_message", {{"limit", max_line}});
+      refuse_oversized();
       buf.clear();
       buf.shrink_to_fit();
       discarding = true;
