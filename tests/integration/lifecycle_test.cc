@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server_process.h"
+#include "test_binary.h"
 
 namespace mcpexec::testing {
 namespace {
@@ -40,22 +41,22 @@ TEST(LifecycleTest, MalformedConfigIsOneLineAndExitOne) {
                           "MCP_EXEC_MAX_OUTPUT_BYTES=", "MCP_EXEC_TRANSPORT=carrier-pigeon",
                           "MCP_EXEC_MAX_STDIN_BYTES=-1"}) {
     std::string var = std::string(bad).substr(0, std::string(bad).find('='));
-    CommandResult r = RunBinary(std::string(bad) + " " + MCP_EXEC_BIN);
+    CommandResult r = RunBinary(std::string(bad) + " " + ServerBinary());
     EXPECT_EQ(r.status, 1) << bad;
     EXPECT_NE(r.err.find(var), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_TRUE(r.out.empty());
   }
-  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " --max-queue=lots");
+  CommandResult r = RunBinary(ServerBinary() + " --max-queue=lots");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--max-queue"), std::string::npos);
 }
 
 TEST(LifecycleTest, HelpAndVersion) {
-  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " --help");
+  CommandResult r = RunBinary(ServerBinary() + " --help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("MCP_EXEC_MAX_OUTPUT_BYTES"), std::string::npos);
-  r = RunBinary(std::string(MCP_EXEC_BIN) + " --version");
+  r = RunBinary(ServerBinary() + " --version");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out.rfind("mcp-exec ", 0), 0u);
 }
@@ -64,7 +65,7 @@ TEST(LifecycleTest, HelpAndVersion) {
 // built from, and starts nothing by hand: a bad zygote command line is
 // refused by name.
 TEST(LifecycleTest, DoctorShowsTheSeccompArgumentRules) {
-  CommandResult r = RunBinary(std::string(MCP_EXEC_BIN) + " doctor --json");
+  CommandResult r = RunBinary(ServerBinary() + " doctor --json");
   ASSERT_EQ(r.status, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   bool socket_rule = false, ioctl_by_name = false;
@@ -80,10 +81,10 @@ TEST(LifecycleTest, DoctorShowsTheSeccompArgumentRules) {
   }
   EXPECT_TRUE(socket_rule) << j["seccomp_rules"].dump();
   EXPECT_TRUE(ioctl_by_name);
-  r = RunBinary(std::string(MCP_EXEC_BIN) + " doctor");
+  r = RunBinary(ServerBinary() + " doctor");
   EXPECT_NE(r.out.find("socket: allow if arg0 (domain) == AF_UNIX"), std::string::npos) << r.out;
 
-  r = RunBinary(std::string(MCP_EXEC_BIN) + " __zygote --spares=lots");
+  r = RunBinary(ServerBinary() + " __zygote --spares=lots");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--spares=lots"), std::string::npos) << r.err;
 }

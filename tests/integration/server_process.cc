@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+
+#include "test_binary.h"
 
 namespace mcpexec::testing {
 
@@ -48,10 +51,14 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
   }
   for (auto& [k, v] : env) envs.push_back(k + "=" + v);
   std::vector<std::string> argv_s = wrapper;
-  argv_s.push_back(MCP_EXEC_BIN);
+  argv_s.push_back(ServerBinary());
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   pid_ = fork();
   if (pid_ == 0) {
+    // A test binary that crashes must not leave its server behind (an HTTP
+    // server does not end on stdin's EOF). Tests create servers on their
+    // main thread, whose end is the process's.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
