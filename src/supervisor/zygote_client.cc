@@ -23,6 +23,10 @@
 
 namespace mcpexec {
 
+// How long a run waits for a zygote (one restarting warms its interpreter,
+// about a second here) before its call is refused.
+constexpr int kReadyTimeoutMs = 60000;
+
 std::shared_ptr<RunSlot> RunSlot::Make() {
   auto slot = std::make_shared<RunSlot>();
   slot->wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -208,6 +212,7 @@ bool ZygoteClient::SpawnAndAwait(std::string* error) {
     if (r == 1) {
       std::lock_guard<std::mutex> lock(mu_);
       ready_ = true;
+      ++generation_;
       ready_cv_.notify_all();
       return true;
     }
@@ -354,22 +359,40 @@ void ZygoteClient::Restart() {
 
 bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
                           std::shared_ptr<RunSlot> slot, std::string* error) {
-  if (!WaitReady(60000)) {
-    *error = "the sandbox is not available (it is restarting or failed to start); try again";
+  for (int attempt = 0;; ++attempt) {
+    if (!WaitReady(kReadyTimeoutMs)) {
+      *error = "the sandbox is not available (it is restarting or failed to start); try again";
+      return false;
+    }
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      runs_[run_id] = slot;
+      generation = generation_;
+    }
+    if (SendControl({wire::Type::kRun, 0, run_id, 0}, &params, sizeof params, fds,
+                    wire::kRunFdCount)) {
+      return true;
+    }
+    int send_errno = errno;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      runs_.erase(run_id);
+    }
+    // The zygote died before the run reached it (its socket refused the
+    // message), so nothing of the run happened: it goes, once, to the zygote
+    // that replaces it instead of failing a call that only came too early.
+    if (attempt == 0 && WaitNextZygote(generation, kReadyTimeoutMs)) continue;
+    *error = std::string("could not reach the sandbox: ") + strerror(send_errno);
     return false;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    runs_[run_id] = slot;
-  }
-  if (!SendControl({wire::Type::kRun, 0, run_id, 0}, &params, sizeof params, fds,
-                   wire::kRunFdCount)) {
-    *error = std::string("could not reach the sandbox: ") + strerror(errno);
-    std::lock_guard<std::mutex> lock(mu_);
-    runs_.erase(run_id);
-    return false;
-  }
-  return true;
+}
+
+bool ZygoteClient::WaitNextZygote(uint64_t generation, int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return ready_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    return (ready_ && generation_ != generation) || shutting_down_;
+  }) && !shutting_down_;
 }
 
 bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_t len,

@@ -62,6 +62,9 @@ class ZygoteClient {
   bool Start(std::string* error);
   // Waits (bounded) until a zygote is ready; false if it cannot be had.
   bool WaitReady(int timeout_ms);
+  // Waits (bounded) until a zygote other than the one of `generation` is
+  // ready; false on timeout or shutdown.
+  bool WaitNextZygote(uint64_t generation, int timeout_ms);
   // Sends a run; fds are the runner's ends (the caller closes its copies).
   bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
               std::shared_ptr<RunSlot> slot, std::string* error);
@@ -113,6 +116,7 @@ class ZygoteClient {
   UniqueFd control_;
   pid_t pid_ = 0;
   bool ready_ = false;
+  uint64_t generation_ = 0;  // zygotes that became ready so far
   bool shutting_down_ = false;
   RuntimeReport report_;
   std::map<uint64_t, std::shared_ptr<RunSlot>> runs_;
