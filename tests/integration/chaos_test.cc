@@ -29,6 +29,7 @@
 #include <sstream>
 #include <thread>
 
+#include "http_harness.h"
 #include "server_process.h"
 
 namespace mcpexec::testing {
@@ -221,22 +222,6 @@ bool WriteStdin(ServerProcess& s, const std::string& bytes) {
 // ---------------------------------------------------------------------------
 // Streamable HTTP, as a client on 127.0.0.1.
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-const httplib::Headers kMcpHeaders = {{"Accept", "application/json, text/event-stream"}};
-const char* kInit =
-    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"chaos-test","version":"1"}}})";
-
 json CallRequest(const json& id, const json& arguments) {
   return {{"jsonrpc", "2.0"},
           {"id", id},
@@ -246,47 +231,8 @@ json CallRequest(const json& id, const json& arguments) {
 
 // One fixture for every chaos test: a server (stdio or streamable HTTP) and,
 // for the disk test, a small tmpfs of its own.
-class ChaosTest : public ::testing::Test {
+class ChaosTest : public HttpServerTest {
  protected:
-  void StartHttp(Env env) {
-    port_ = FreePort();
-    env["MCP_EXEC_TRANSPORT"] = "http";
-    env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
-    server_ = std::make_unique<ServerProcess>(env);
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          auto r = Client().Get("/readyz");
-          return r && r->status == 200;
-        },
-        60000))
-        << server_->Stderr();
-  }
-  httplib::Client Client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60);
-    return c;
-  }
-  httplib::Headers Session(const std::string& sid) {
-    httplib::Headers h = kMcpHeaders;
-    h.emplace("Mcp-Session-Id", sid);
-    return h;
-  }
-  std::string Initialize() {
-    auto r = Client().Post("/mcp", kMcpHeaders, kInit, "application/json");
-    if (!r || r->status != 200) return "";
-    std::string sid = r->get_header_value("Mcp-Session-Id");
-    auto n = Client().Post("/mcp", Session(sid),
-                           R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
-                           "application/json");
-    EXPECT_EQ(n ? n->status : 0, 202);
-    return sid;
-  }
-  // The JSON-RPC message of a JSON or event-stream answer (null if none).
-  static json Message(const std::string& body) {
-    auto data = body.find("data: ");
-    if (data == std::string::npos) return json::parse(body, nullptr, false);
-    return json::parse(body.substr(data + 6, body.find('\n', data) - data - 6), nullptr, false);
-  }
   // One call; {status, message}.
   std::pair<int, json> Post(const std::string& sid, const json& req) {
     auto r = Client().Post("/mcp", Session(sid), req.dump(), "application/json");
@@ -295,32 +241,18 @@ class ChaosTest : public ::testing::Test {
   }
   // A call on a raw connection, left open: returns the socket.
   int RawCall(const std::string& sid, const json& req) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      close(fd);
-      return -1;
-    }
+    int fd = ConnectRaw();
+    if (fd < 0) return -1;
     std::string body = req.dump();
     std::string http =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Accept: application/json, text/event-stream\r\nMcp-Session-Id: " +
         sid + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-    if (send(fd, http.data(), http.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(http.size())) {
+    if (!SendAll(fd, http)) {
       close(fd);
       return -1;
     }
     return fd;
-  }
-  long Metric(const std::string& name) {
-    auto m = Client().Get("/metrics");
-    if (!m || m->status != 200) return -1;
-    auto at = m->body.find("\n" + name + " ");
-    if (at == std::string::npos) return -1;
-    return std::stol(m->body.substr(at + name.size() + 2));
   }
   // A fresh directory with an 8 MiB tmpfs of few inodes on it, so that both
   // can run out; "" or why it cannot be had.
@@ -381,11 +313,7 @@ class ChaosTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    // Either transport ends on SIGTERM, with status 0.
-    if (server_ && server_->Wait(0) < 0) {
-      kill(server_->pid(), SIGTERM);
-      EXPECT_EQ(server_->Wait(30000), 0);
-    }
+    HttpServerTest::TearDown();
     server_.reset();
     if (mounted_ && umount2(dir_.c_str(), 0) != 0) {
       EXPECT_EQ(umount2(dir_.c_str(), MNT_DETACH), 0) << strerror(errno);
@@ -395,8 +323,6 @@ class ChaosTest : public ::testing::Test {
     }
   }
 
-  int port_ = 0;
-  std::unique_ptr<ServerProcess> server_;
   std::string dir_;
   bool mounted_ = false;
   int inodes_ = 0;
@@ -698,7 +624,7 @@ TEST_F(ChaosTest, SigtermUnderLoadStdio) {
 // still running after it are ended and answered; new work is refused
 // meanwhile; exit 0 with nothing left.
 TEST_F(ChaosTest, SigtermUnderLoadHttp) {
-  StartHttp({{"MCP_EXEC_MAX_CONCURRENT", "6"}, {"MCP_EXEC_SHUTDOWN_GRACE_S", "5"}});
+  Start({{"MCP_EXEC_MAX_CONCURRENT", "6"}, {"MCP_EXEC_SHUTDOWN_GRACE_S", "5"}});
   constexpr int kClients = 3;
   std::vector<std::string> sids;
   for (int i = 0; i < kClients; ++i) {
@@ -828,7 +754,7 @@ TEST_F(ChaosTest, ClientDisconnectsMidCallStdio) {
 // runs are killed (counted as cancelled), and the server serves on: a new
 // client, and the sessions of the ones that left.
 TEST_F(ChaosTest, ClientDisconnectsMidCallHttp) {
-  StartHttp({{"MCP_EXEC_MAX_CONCURRENT", "4"}});
+  Start({{"MCP_EXEC_MAX_CONCURRENT", "4"}});
   constexpr int kClients = 4;
   std::vector<std::string> sids, markers;
   std::vector<int> fds;

@@ -15,33 +15,11 @@
 #include <future>
 #include <sstream>
 
+#include "http_harness.h"
 #include "server_process.h"
 
 namespace mcpexec::testing {
 namespace {
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Writes all of s; false once the peer is gone (no SIGPIPE).
-bool SendAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Reads what the peer sends until it closes, `max` bytes arrived, or
 // nothing came for timeout_ms.
@@ -85,96 +63,10 @@ std::pair<size_t, std::string> SendUntilAnswered(int fd,
   return {sent, ReadFor(fd, 3000, 64 * 1024)};
 }
 
-const httplib::Headers kMcpHeaders = {{"Accept", "application/json, text/event-stream"}};
-const char* kInit =
-    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}})";
-
-class HttpTest : public ::testing::Test {
+class HttpTest : public HttpServerTest {
  protected:
-  void Start(Env env = {}, const std::string& transport = "http") {
-    port_ = FreePort();
-    env["MCP_EXEC_TRANSPORT"] = transport;
-    env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
-    token_ = env.count("MCP_EXEC_AUTH_TOKEN") ? env["MCP_EXEC_AUTH_TOKEN"] : "";
-    server_ = std::make_unique<ServerProcess>(env);
-    ASSERT_TRUE(WaitUntil([&] { return Client().Get("/readyz") ? true : false; }, 60000))
-        << server_->Stderr();
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          auto r = Client().Get("/readyz");
-          return r && r->status == 200;
-        },
-        60000));
-  }
-  httplib::Client Client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60);
-    if (!token_.empty()) c.set_default_headers({{"X-MCP-AUTH", token_}});
-    return c;
-  }
-  httplib::Headers With(httplib::Headers h) {
-    if (!token_.empty()) h.emplace("X-MCP-AUTH", token_);
-    return h;
-  }
-  // A plain TCP connection to the server, for what the HTTP client cannot do.
-  // source: the local address to connect from (any of 127.0.0.0/8 is this
-  // host), so that one test can play several clients.
-  int ConnectRaw(const char* source = nullptr) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (source) {
-      sockaddr_in s{};
-      s.sin_family = AF_INET;
-      inet_pton(AF_INET, source, &s.sin_addr);
-      if (bind(fd, reinterpret_cast<sockaddr*>(&s), sizeof s) != 0) {
-        close(fd);
-        return -1;
-      }
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      close(fd);
-      return -1;
-    }
-    return fd;
-  }
-  // The value of a metric line in /metrics, or -1.
-  long Metric(const std::string& name) {
-    auto m = Client().Get("/metrics");
-    if (!m || m->status != 200) return -1;
-    auto at = m->body.find("\n" + name + " ");
-    if (at == std::string::npos) return -1;
-    return std::stol(m->body.substr(at + name.size() + 2));
-  }
   long Refused(int status) {
     return Metric("mcp_exec_http_refused_total{status=\"" + std::to_string(status) + "\"}");
-  }
-  // initialize; returns the session id.
-  std::string Initialize() {
-    auto r = Client().Post("/mcp", With(kMcpHeaders), kInit, "application/json");
-    EXPECT_TRUE(r);
-    if (!r) return "";
-    EXPECT_EQ(r->status, 200) << r->body;
-    std::string sid = r->get_header_value("Mcp-Session-Id");
-    EXPECT_FALSE(sid.empty());
-    auto n = Client().Post("/mcp", With(Session(sid)),
-                           R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
-                           "application/json");
-    EXPECT_EQ(n ? n->status : 0, 202);
-    return sid;
-  }
-  httplib::Headers Session(const std::string& sid) {
-    httplib::Headers h = kMcpHeaders;
-    h.emplace("Mcp-Session-Id", sid);
-    return h;
-  }
-  // The JSON-RPC message in a JSON or event-stream answer.
-  static json Message(const std::string& body) {
-    auto data = body.find("data: ");
-    if (data == std::string::npos) return json::parse(body);
-    return json::parse(body.substr(data + 6, body.find('\n', data) - data - 6));
   }
   json Call(const std::string& sid, const std::string& code, int id = 7) {
     json req = {{"jsonrpc", "2.0"},
@@ -185,18 +77,6 @@ class HttpTest : public ::testing::Test {
     if (!r || r->status != 200) return json();
     return Message(r->body);
   }
-
-  void TearDown() override {
-    // An HTTP server ends on SIGTERM, not on stdin EOF.
-    if (server_) {
-      kill(server_->pid(), SIGTERM);
-      EXPECT_EQ(server_->Wait(30000), 0);
-    }
-  }
-
-  int port_ = 0;
-  std::string token_;
-  std::unique_ptr<ServerProcess> server_;
 };
 
 TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
