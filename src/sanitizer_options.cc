@@ -22,8 +22,11 @@
 #error "MCP_EXEC_SANITIZER_REPORTS is set by CMakeLists.txt with MCP_EXEC_SANITIZE"
 #endif
 
+// The names are the sanitizer runtimes' own hooks (weak symbols they call at
+// start-up), hence reserved identifiers.
 extern "C" {
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 const char* __asan_default_options() {
   return "log_path=" MCP_EXEC_SANITIZER_REPORTS
          "/asan:halt_on_error=1:detect_leaks=1:handle_segv=0:handle_sigbus=0:"
@@ -31,10 +34,12 @@ const char* __asan_default_options() {
          "detect_stack_use_after_return=0:allocator_may_return_null=1:quarantine_size_mb=16";
 }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 const char* __ubsan_default_options() {
   return "log_path=" MCP_EXEC_SANITIZER_REPORTS "/ubsan:print_stacktrace=1:halt_on_error=1";
 }
 
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 const char* __lsan_default_suppressions() {
   return "leak:libpython3\n"
          "leak:_PyObject_\n"
