@@ -56,7 +56,9 @@ http::Response JsonRpcHttpError(int status, int code, const std::string& message
   http::Response r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = jsonrpc::Error(nullptr, code, message).dump();
+  // Never a strict dump: the message may quote the client's bytes (a parse
+  // error's, a header's), which need not be UTF-8.
+  r.body = Dump(jsonrpc::Error(nullptr, code, message));
   return r;
 }
 

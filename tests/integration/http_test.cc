@@ -79,6 +79,25 @@ class HttpTest : public HttpServerTest {
   }
 };
 
+// Error answers may quote the client's bytes (a parse error's, a header's):
+// bytes that are not UTF-8 are answered, never the end of the server (a
+// strict dump threw on the I/O thread; found by fuzz_http).
+TEST_F(HttpTest, BytesThatAreNotUtf8AreAnsweredNotFatal) {
+  Start();
+  auto body = Client().Post("/mcp", kMcpHeaders, std::string("\xff"), "application/json");
+  ASSERT_TRUE(body) << "the server died on a body of one byte 0xff";
+  EXPECT_EQ(body->status, 400) << body->body;
+  EXPECT_EQ(json::parse(body->body)["error"]["code"], -32700) << body->body;
+  std::string sid = Initialize();
+  httplib::Headers h = Session(sid);
+  h.emplace("MCP-Protocol-Version", "2025-\xfe\xff");
+  auto version =
+      Client().Post("/mcp", h, R"({"jsonrpc":"2.0","id":2,"method":"ping"})", "application/json");
+  ASSERT_TRUE(version) << "the server died on a protocol version header of bytes 0xfe 0xff";
+  EXPECT_EQ(version->status, 400) << version->body;
+  EXPECT_EQ(Client().Get("/healthz")->status, 200);
+}
+
 TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
   Start({{"MCP_EXEC_AUTH_TOKEN", "s3cret-token"}});
   httplib::Client bare("127.0.0.1", port_);
