@@ -1,6 +1,9 @@
 #include "transport/http_server.h"
 
+#include <linux/sockios.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -430,10 +433,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (parser_->is_done()) return Dispatch();
 
     if (IEquals(Trim(req.Header("Expect")), "100-continue")) {
-      // A few bytes on an idle socket: written at once.
+      // Never a wait on the I/O thread: only when nothing the client has not
+      // read is still queued on the socket do these few bytes go, at once and
+      // whole. A client that reads nothing gets no 100 and sends its body
+      // after its own wait (RFC 9110, 10.1.1).
       static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      error_code ignored;
-      asio::write(socket_, asio::buffer(kContinue, sizeof kContinue - 1), ignored);
+      int queued = -1;
+      if (ioctl(socket_.native_handle(), SIOCOUTQ, &queued) == 0 && queued == 0) {
+        (void)!send(socket_.native_handle(), kContinue, sizeof kContinue - 1,
+                    MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
     }
     // From here the parser counts decoded (chunked) bytes against the cap.
     parser_->body_limit(limits_.max_body_bytes);
