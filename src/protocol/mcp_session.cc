@@ -171,16 +171,14 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
 void McpSession::HandleNotification(const std::string& method, const json& params) {
   if (method == "notifications/cancelled") {
     json rid = params.value("requestId", json(nullptr));
-    std::shared_ptr<CancelToken> token;
+    std::vector<std::shared_ptr<CancelToken>> tokens;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = calls_.find(rid.dump());
-      if (it != calls_.end()) token = it->second;
+      auto [first, last] = calls_.equal_range(rid.dump());
+      for (auto it = first; it != last; ++it) tokens.push_back(it->second);
     }
-    if (token) {
-      log::Info("cancel", {{"request_id", rid}});
-      token->Cancel();
-    }
+    if (!tokens.empty()) log::Info("cancel", {{"request_id", rid}});
+    for (auto& token : tokens) token->Cancel();
   }
   // notifications/initialized and anything unknown: nothing to answer.
 }
@@ -210,7 +208,7 @@ void McpSession::StartToolCall(const json& id, const json& params) {
   std::string key = id.dump();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    calls_[key] = token;
+    calls_.emplace(key, token);
     ++in_flight_;
   }
   ToolBackend::Progress progress = MakeProgress(id, params, token);
@@ -223,8 +221,13 @@ void McpSession::StartToolCall(const json& id, const json& params) {
       send_(jsonrpc::Result(id, result));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = calls_.find(key);
-    if (it != calls_.end() && it->second == token) calls_.erase(it);
+    auto [first, last] = calls_.equal_range(key);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == token) {
+        calls_.erase(it);
+        break;
+      }
+    }
     --in_flight_;
     idle_cv_.notify_all();
   }).detach();

@@ -108,7 +108,9 @@ class McpSession {
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::string protocol_version_;
-  std::map<std::string, std::shared_ptr<CancelToken>> calls_;  // key: id.dump()
+  // key: id.dump(); a client may (wrongly) reuse the id of a call in flight:
+  // every call stays reachable for cancellation.
+  std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;
   int64_t in_flight_ = 0;
 };
 

@@ -196,6 +196,25 @@ TEST_F(SessionTest, CancelledCallGetsNoResponse) {
   for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
 }
 
+// A client that (wrongly) reuses the id of a call still in flight: both calls
+// stay reachable, so one cancellation of that id ends both (before, the
+// second replaced the first, which then ran to its own end uncancellable).
+TEST_F(SessionTest, ReusedIdInFlightCancelsEveryCallOfIt) {
+  Initialize();
+  json call = {{"jsonrpc", "2.0"},
+               {"id", 9},
+               {"method", "tools/call"},
+               {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}}};
+  session_.Handle(call);
+  session_.Handle(call);
+  EXPECT_EQ(session_.in_flight(), 2);
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"method", "notifications/cancelled"},
+                   {"params", {{"requestId", 9}, {"reason", "user"}}}});
+  EXPECT_TRUE(session_.WaitIdle(std::chrono::seconds(5)))
+      << "a call of the reused id was not cancelled";
+}
+
 // A backend whose call ignores cancellation for longer than the 30 s the
 // session's destructor used to wait: the call thread, which holds the
 // session, must still never outlive it.
