@@ -60,7 +60,6 @@ int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vecto
     n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -1;
-  if (n == 0) return 0;
   if (fds) fds->clear();
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -72,6 +71,11 @@ int ReceiveWith(int sock, int flags, Header* h, std::string* payload, std::vecto
         if (fds) fds->push_back(std::move(fd));
       }
     }
+  }
+  if (n == 0) {
+    // EOF, or an empty message: whatever fds came with it are closed.
+    if (fds) fds->clear();
+    return 0;
   }
   if (static_cast<size_t>(n) < sizeof(Header) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
     if (fds) fds->clear();
