@@ -58,6 +58,9 @@ std::string ParseAddr(const std::string& v) {
   if (!err.empty()) return "port " + err;
   std::string host = v.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return "";
+  if (host.find_first_of("[]") != std::string::npos) {
+    return "a bracket belongs only around a whole IPv6 host ([::1]:PORT)";
+  }
   if (host.find(':') != std::string::npos) return "an IPv6 host must be in brackets";
   return "";
 }

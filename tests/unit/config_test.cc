@@ -107,6 +107,18 @@ TEST(ConfigTest, BadFlagIsAnErrorNamingTheFlag) {
   EXPECT_NE(r.error.find("needs a value"), std::string::npos) << r.error;
 }
 
+TEST(ConfigTest, AddrBracketsSurroundAWholeIpv6HostOnly) {
+  for (const char* good : {"127.0.0.1:8080", ":8080", "[::1]:8080", "localhost:0"}) {
+    ParseResult r = Parse({}, {std::string("--addr=") + good});
+    EXPECT_TRUE(r.config) << good << ": " << r.error;
+  }
+  for (const char* bad : {"[abc:80", "abc]:80", "[::1:80", "a[b]:80", "::1:80", "host"}) {
+    ParseResult r = Parse({}, {std::string("--addr=") + bad});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_NE(r.error.find("--addr"), std::string::npos) << r.error;
+  }
+}
+
 TEST(ConfigTest, HelpListsEveryVariableWithItsFlagAndDefault) {
   ParseResult r = Parse({}, {"--help"});
   ASSERT_FALSE(r.print_and_exit.empty());
