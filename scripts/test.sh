@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what is missing (Debian packages and the
 # pinned npm packages of the client tests), builds, then runs every test
-# registered with CTest (unit, integration over stdio, escape suite,
-# official-SDK client). Run as root (or with sudo available).
+# registered with CTest (unit, integration over each transport with the chaos
+# tests, escape suite, official-SDK client, conformance, the bench's and the
+# soak's short runs, the sanitizer leg, the fuzz targets). Run as root (or
+# with sudo available).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 install_packages "$ROOT/scripts/deps/build.txt" "$ROOT/scripts/deps/runtime.txt" "$ROOT/scripts/deps/test.txt"
 # The pinned npm packages of the Node-based tests (official MCP SDK client,
