@@ -42,7 +42,8 @@ const SERVER_ENV = {
 const expectStdout = (want) => (r) => (r.stdout === want ? null : `stdout ${JSON.stringify(r.stdout)}, want ${JSON.stringify(want)}`);
 const expectReason = (want) => (r) => (r.reason === want ? null : `reason ${JSON.stringify(r.reason)}, want ${JSON.stringify(want)}`);
 
-// Each kind: weight, and make(i) -> { args, check(structured, content) -> null | why wrong }.
+// Each kind: weight, and make(i, ctx) -> { args, check(structured, content) -> null | why wrong,
+// abortAfterMs? (the client cancels the call then) }; ctx: { counts, rand }.
 const KINDS = [
   { name: 'print', weight: 34, make: (i) => ({ args: { code: `print(${i})` }, check: expectStdout(`${i}\n`) }) },
   {
@@ -133,8 +134,16 @@ const KINDS = [
       },
     }),
   },
-  { name: 'session', weight: 15, make: null }, // filled in by sessionCall()
-  { name: 'cancelled', weight: 3, make: null }, // see cancelledCall()
+  { name: 'session', weight: 15, make: (i, { counts, rand }) => sessionCall(counts, rand) },
+  {
+    name: 'cancelled',
+    weight: 3,
+    make: (i, { rand }) => ({
+      args: { code: "import time\nprint('started', flush=True)\ntime.sleep(20)" },
+      check: () => null,
+      abortAfterMs: 50 + Math.floor(rand() * 250),
+    }),
+  },
   {
     name: 'stdin_files',
     weight: 5,
@@ -294,9 +303,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------
 
-async function callOne(client, i, kind, made, abortAfterMs) {
+async function callOne(client, i, made) {
   const options = { timeout: CALL_TIMEOUT_MS };
   let abort;
+  const { abortAfterMs } = made;
   if (abortAfterMs !== undefined) {
     abort = new AbortController();
     options.signal = abort.signal;
@@ -324,13 +334,7 @@ async function soak(client, { calls, inFlight, seed }, counts) {
     while (next < calls) {
       const i = next++;
       const kind = pick(rand);
-      let made, abortAfterMs;
-      if (kind.name === 'session') made = sessionCall(counts, rand);
-      else if (kind.name === 'cancelled') {
-        made = { args: { code: "import time\nprint('started', flush=True)\ntime.sleep(20)" }, check: () => null };
-        abortAfterMs = 50 + Math.floor(rand() * 250);
-      } else made = kind.make(i);
-      const r = await callOne(client, i, kind, made, abortAfterMs);
+      const r = await callOne(client, i, kind.make(i, { counts, rand }));
       const row = perKind.get(kind.name);
       row.calls++;
       row[r.outcome]++;
