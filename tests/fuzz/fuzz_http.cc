@@ -94,7 +94,8 @@ constexpr char kClient[] = "127.0.0.1";
 Config ConfigFor(uint8_t mode) {
   Config c;
   c.transport = (mode & 1) ? Transport::kSse : Transport::kHttp;
-  c.addr = (mode & 2) ? "0.0.0.0:8080" : "127.0.0.1:8080";
+  // A bind beyond loopback, for the policy only: nothing listens (socketpairs).
+  c.addr = (mode & 2) ? "192.0.2.1:8080" : "127.0.0.1:8080";
   if (mode & 4) c.auth_token = "s3cret";
   if (mode & 8) c.allowed_origins = "https://app.example, http://localhost:5173";
   // Caps an input can pass: the body (413), sessions, streams, files.
