@@ -14,6 +14,8 @@
 #include <sys/sysmacros.h>
 #include <termios.h>
 
+#include <cstdint>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -152,9 +154,33 @@ const Forbidden kForbidden[] = {
      0, SIGSYS},
 };
 
+// Kernels built or booted without the i386 entry point (ia32_emulation=0,
+// CONFIG_IA32_EMULATION_DEFAULT_DISABLED; 6.7 and later) answer int 0x80 with
+// SIGSEGV before any filter sees it: the call is refused all the same, by the
+// kernel. Probed without a filter, so the expectation follows the kernel.
+bool IsI386Entry(const Forbidden& f) { return std::string(f.what).rfind("i386 entry", 0) == 0; }
+
+int I386EntrySignal() {
+  for (const Forbidden& f : kForbidden) {
+    if (!IsI386Entry(f)) continue;
+    Outcome bare = InChild([] { return true; }, f.call);
+    if (bare.killed && bare.signal == SIGSEGV) return SIGSEGV;
+  }
+  return SIGSYS;
+}
+
 TEST_F(SeccompPolicyTest, ForbiddenCalls) {
+  const int i386_signal = I386EntrySignal();
+  if (i386_signal == SIGSEGV) {
+    std::cout << "note: this kernel has no i386 entry point (int 0x80 is SIGSEGV without a "
+                 "filter): the filter's own kill of it cannot be seen here\n";
+  }
   for (const Forbidden& f : kForbidden) {
     Outcome o = Run(f.call);
+    if (IsI386Entry(f)) {
+      EXPECT_TRUE(o.killed && o.signal == i386_signal) << f.what << ": " << o.ToString();
+      continue;
+    }
     if (f.error) {
       EXPECT_FALSE(o.killed) << f.what << ": " << o.ToString();
       EXPECT_EQ(o.error, f.error) << f.what << ": " << o.ToString();
