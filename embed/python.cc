@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
 #include <sstream>

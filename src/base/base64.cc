@@ -1,6 +1,7 @@
 #include "base/base64.h"
 
 #include <array>
+#include <cstdint>
 
 namespace mcpexec {
 namespace {

@@ -1,5 +1,6 @@
 #include "base/metrics.h"
 
+#include <cstdint>
 #include <sstream>
 
 namespace mcpexec {

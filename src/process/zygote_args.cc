@@ -1,5 +1,6 @@
 #include "process/zygote_args.h"
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>

@@ -1,5 +1,6 @@
 #include "protocol/mcp_session.h"
 
+#include <cstdint>
 #include <thread>
 
 #include "base/cancel.h"

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 #include "sandbox/credentials.h"
 #include "sandbox/filesystem.h"
 #include "sandbox/landlock.h"

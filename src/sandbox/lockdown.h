@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

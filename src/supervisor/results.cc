@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 #include "base/fs_util.h"
 #include "process/wire.h"

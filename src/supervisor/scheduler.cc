@@ -1,6 +1,7 @@
 #include "supervisor/scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace mcpexec {
 

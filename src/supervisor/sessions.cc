@@ -1,6 +1,7 @@
 #include "supervisor/sessions.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "base/log.h"
 

@@ -1,5 +1,7 @@
 #include "tool/exec_backend.h"
 
+#include <cstdint>
+
 #include "base/log.h"
 #include "supervisor/doctor.h"
 

@@ -3,6 +3,7 @@
 // result. Also what the transports may know of the server (ServerHealth).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/config.h"

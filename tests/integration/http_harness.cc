@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 namespace mcpexec::testing {
 
 int FreePort() {
