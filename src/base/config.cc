@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <sstream>
 
+#include "base/resources.h"
 #include "base/version.h"
 
 namespace mcpexec {
@@ -126,7 +128,8 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_AUTH_TOKEN", "--auth-token", "(empty)", "",
        "when set, http/sse requests must carry a matching X-MCP-AUTH header",
        StringField(&Config::auth_token)},
-      {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent", "number of CPUs", "runs",
+      {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent",
+       "the CPUs the process may use (cgroup CPU quota, affinity)", "runs",
        "runs executing at once", IntField(&Config::max_concurrent, 1, 1024)},
       {"MCP_EXEC_MAX_QUEUE", "--max-queue", Default(&Config::max_queue), "runs",
        "runs waiting for a slot; past it a call is refused as at capacity",
@@ -144,7 +147,9 @@ const std::vector<Option>& Options() {
          return "";
        }},
       {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", Default(&Config::memory_limit_mb), "MiB",
-       "memory a run may allocate (address space beyond the pre-warmed interpreter)",
+       "memory a run may allocate (address space beyond the pre-warmed interpreter); unset, "
+       "never more than half the memory the process may use (a container's --memory 256m "
+       "gives 128)",
        IntField(&Config::memory_limit_mb, 16, kMiB)},
       {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", Default(&Config::disk_limit_mb), "MiB",
        "size of a run's working directory, and of any one file it writes",
@@ -190,7 +195,7 @@ const std::vector<Option>& Options() {
        "an http/sse session unused this long is closed",
        IntField(&Config::session_idle_s, 1, int64_t{86400} * 7)},
       {"MCP_EXEC_MAX_PY_SESSIONS", "--max-py-sessions",
-       "half the memory / MCP_EXEC_MEMORY_LIMIT_MB, 2 to 64", "sessions",
+       "half the memory the process may use / MCP_EXEC_MEMORY_LIMIT_MB, 2 to 64", "sessions",
        "live Python sessions (the exec tool's `session`) at once; past it a new one is refused",
        IntField(&Config::max_py_sessions, 1, 10000)},
       {"MCP_EXEC_PY_SESSION_IDLE_S", "--py-session-idle-s", Default(&Config::py_session_idle_s),
@@ -244,12 +249,14 @@ const std::vector<Option>& Options() {
 
 }  // namespace
 
-int64_t DefaultMaxPySessions(int64_t memory_limit_mb) {
+int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb) {
   // Each session may grow to its memory limit and keeps it between calls:
-  // half the machine's memory divided among them.
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  int64_t total_mb = pages > 0 && page > 0 ? int64_t{pages} * page / (int64_t{1} << 20) : 4096;
-  return std::clamp<int64_t>(total_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
+  // half the memory divided among them.
+  return std::clamp<int64_t>(memory_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
+}
+
+int64_t DefaultMemoryLimitMb(int64_t memory_mb) {
+  return std::clamp<int64_t>(memory_mb / 2, 16, Config{}.memory_limit_mb);
 }
 
 std::vector<std::string> SplitComma(const std::string& text) {
@@ -329,9 +336,44 @@ std::string HelpText() {
 
 ParseResult ParseConfig(const std::map<std::string, std::string>& env,
                         const std::vector<std::string>& args) {
+  return ParseConfig(env, args, ProcessResources());
+}
+
+namespace {
+
+// Who set the three derived values: a variable or flag, else their default
+// from the resources, with the reason.
+void NoteSetter(Config& c, const char* name, const std::string& setter) {
+  if (std::string(name) == "MCP_EXEC_MAX_CONCURRENT") c.max_concurrent_from = setter;
+  if (std::string(name) == "MCP_EXEC_MEMORY_LIMIT_MB") c.memory_limit_from = setter;
+  if (std::string(name) == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
+}
+
+void DeriveDefaults(Config& c, const Resources& res) {
+  if (c.max_concurrent_from.empty()) {
+    c.max_concurrent = std::clamp<int64_t>(res.cpus, 1, 1024);
+    c.max_concurrent_from = "default: " + res.cpus_from;
+  }
+  if (c.memory_limit_from.empty()) {
+    c.memory_limit_mb = DefaultMemoryLimitMb(res.memory_mb);
+    c.memory_limit_from = c.memory_limit_mb < Config{}.memory_limit_mb
+                              ? "default: half of " + res.memory_from
+                              : "default: " + std::to_string(Config{}.memory_limit_mb) +
+                                    " MiB (half of " + res.memory_from + " is more)";
+  }
+  if (c.max_py_sessions_from.empty()) {
+    c.max_py_sessions = DefaultMaxPySessions(res.memory_mb, c.memory_limit_mb);
+    c.max_py_sessions_from = "default: half of " + res.memory_from + " / " +
+                             std::to_string(c.memory_limit_mb) + " MiB per session, 2 to 64";
+  }
+}
+
+}  // namespace
+
+ParseResult ParseConfig(const std::map<std::string, std::string>& env,
+                        const std::vector<std::string>& args, const Resources& resources) {
   ParseResult r;
   Config c;
-  c.max_concurrent = 0;
   for (const Option& opt : Options()) {
     auto it = env.find(opt.env);
     if (it == env.end()) continue;
@@ -340,6 +382,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       r.error = std::string(opt.env) + " " + err + " (got \"" + it->second + "\")";
       return r;
     }
+    NoteSetter(c, opt.env, opt.env);
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -387,12 +430,9 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       r.error = std::string(match->flag) + " " + err + " (got \"" + value + "\")";
       return r;
     }
+    NoteSetter(c, match->env, match->flag);
   }
-  if (c.max_concurrent == 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c.max_concurrent = n > 0 ? n : 1;
-  }
-  if (c.max_py_sessions == 0) c.max_py_sessions = DefaultMaxPySessions(c.memory_limit_mb);
+  DeriveDefaults(c, resources);
   r.config = c;
   return r;
 }

@@ -61,6 +61,10 @@ struct Config {
   int64_t zygote_huge_pages = 1;
   int64_t spare_prefault = 1;  // measured: 1 pays; 2 costs back-to-back calls
   std::string log_level = "info";
+  // Where max_concurrent, memory_limit_mb and max_py_sessions came from: the
+  // variable or flag that set it, or what its default was derived from (the
+  // cgroup's CPU quota and memory limit, the CPU affinity; base/resources.h).
+  std::string max_concurrent_from, memory_limit_from, max_py_sessions_from;
 };
 
 // Outcome of parsing: either a Config, or an error line, or a request for
@@ -77,6 +81,10 @@ struct ParseResult {
 // without argv[0].
 ParseResult ParseConfig(const std::map<std::string, std::string>& env,
                         const std::vector<std::string>& args);
+// The same, with the process's resources given (tests).
+struct Resources;
+ParseResult ParseConfig(const std::map<std::string, std::string>& env,
+                        const std::vector<std::string>& args, const Resources& resources);
 
 std::map<std::string, std::string> EnvironmentMap(char** envp);
 
@@ -100,8 +108,12 @@ std::vector<std::string> SplitComma(const std::string& text);
 
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);
-// MCP_EXEC_MAX_PY_SESSIONS when unset: half the machine's memory over the
-// per-run memory limit, clamped to 2..64.
-int64_t DefaultMaxPySessions(int64_t memory_limit_mb);
+// MCP_EXEC_MAX_PY_SESSIONS when unset: half the memory the process may use
+// over the per-run memory limit, clamped to 2..64.
+int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb);
+// MCP_EXEC_MEMORY_LIMIT_MB when unset: 512 MiB, but never more than half the
+// memory the process may use (a container's --memory 256m gives 128 MiB), so
+// one run cannot take the server's own memory.
+int64_t DefaultMemoryLimitMb(int64_t memory_mb);
 
 }  // namespace mcpexec

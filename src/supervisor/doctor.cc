@@ -60,6 +60,10 @@ json LimitsJson(const Config& c) {
             {"max_output_bytes", c.max_output_bytes},
             {"max_concurrent", c.max_concurrent},
             {"max_queue", c.max_queue}}},
+          {"from",
+           {{"max_concurrent", c.max_concurrent_from},
+            {"memory_limit_mb", c.memory_limit_from},
+            {"max_py_sessions", c.max_py_sessions_from}}},
           {"py_session",
            {{"max_live", c.max_py_sessions},
             {"idle_s", c.py_session_idle_s},
@@ -76,6 +80,9 @@ std::string LimitsText(const Config& c) {
     << c.max_timeout_s << " s; memory " << c.memory_limit_mb << " MiB; disk " << c.disk_limit_mb
     << " MiB; " << c.max_processes << " processes; " << c.max_open_files << " open files; "
     << c.max_concurrent << " at once, " << c.max_queue << " queued\n";
+  o << "  where these came from: " << c.max_concurrent << " at once: " << c.max_concurrent_from
+    << "; memory " << c.memory_limit_mb << " MiB: " << c.memory_limit_from << "; "
+    << c.max_py_sessions << " Python sessions: " << c.max_py_sessions_from << "\n";
   o << "  Python sessions: at most " << c.max_py_sessions << " live; ended after "
     << c.py_session_idle_s << " s idle or " << c.py_session_max_s
     << " s of life (also its CPU budget); a cell that ignores KeyboardInterrupt for "
@@ -104,6 +111,8 @@ std::string DoctorText(const RuntimeReport& report, const Config& config) {
   o << "  Python " << report.python_version << "; packages:";
   for (auto& [name, version] : report.packages) o << " " << name << " " << version;
   for (auto& name : report.missing) o << " " << name << " (MISSING)";
+  if (!report.extras.empty()) o << "; also installed:";
+  for (auto& [name, version] : report.extras) o << " " << name << " " << version;
   o << "\n";
   std::string refusal = SandboxRefusal(report);
   o << (refusal.empty() ? "verdict: runs code: every required layer holds\n"

@@ -38,11 +38,15 @@ RuntimeReport ParseRuntimeReport(const nlohmann::json& j) {
   r.python_version = j.value("python", "");
   r.sandbox = j.value("sandbox", nlohmann::json::object());
   r.image = j.value("image", nlohmann::json::object());
-  for (const auto& p : j.value("preloaded", nlohmann::json::array())) {
-    if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string()) {
-      r.preloaded.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+  auto pairs = [&j](const char* key, std::vector<std::pair<std::string, std::string>>* out) {
+    for (const auto& p : j.value(key, nlohmann::json::array())) {
+      if (p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_string()) {
+        out->emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+      }
     }
-  }
+  };
+  pairs("preloaded", &r.preloaded);
+  pairs("extras", &r.extras);
   const nlohmann::json packages = j.value("packages", nlohmann::json::object());
   // The runtime names its promised packages in order (a JSON object's keys
   // come back sorted), so the package list lives in the runtime alone.

@@ -88,6 +88,9 @@ struct RuntimeReport {  // NOLINT(bugprone-exception-escape)
   std::vector<std::string> missing;  // promised but not importable
   // MCP_EXEC_PRELOAD's modules (name, version), imported in the zygote.
   std::vector<std::pair<std::string, std::string>> preloaded;
+  // Other common data packages the image ships (tabulate, openpyxl, pyarrow,
+  // ...): (distribution, version), importable, imported on first use.
+  std::vector<std::pair<std::string, std::string>> extras;
   nlohmann::json sandbox;  // namespaces and layers, from the zygote
   nlohmann::json image;    // the zygote's memory before and after huge pages
 };
