@@ -47,6 +47,27 @@ PACKAGES = (
     ("matplotlib", "matplotlib"),
 )
 
+# (import name, distribution name) of other packages common data work uses
+# (DataFrame.to_markdown, read_excel, read_parquet, ...), reported with their
+# versions when the image ships them, never imported here: a run imports them
+# on first use, so they cost the zygote nothing.
+EXTRAS = (
+    ("tabulate", "tabulate"),
+    ("openpyxl", "openpyxl"),
+    ("xlrd", "xlrd"),
+    ("pyarrow", "pyarrow"),
+    ("scipy", "scipy"),
+    ("sklearn", "scikit-learn"),
+    ("statsmodels", "statsmodels"),
+    ("seaborn", "seaborn"),
+    ("sympy", "sympy"),
+    ("networkx", "networkx"),
+    ("bs4", "beautifulsoup4"),
+    ("lxml", "lxml"),
+    ("grep_ast", "grep-ast"),
+    ("tree_sitter_language_pack", "tree-sitter-language-pack"),
+)
+
 # Standard-library modules a snippet commonly uses. Importing them in the
 # zygote makes them free in every run (the pages are shared copy-on-write).
 _STDLIB_WARM = (
@@ -75,6 +96,22 @@ def _import_packages():
             continue
         report[dist] = {"available": True, "version": str(getattr(mod, "__version__", "unknown"))}
     return report
+
+
+def _find_extras():
+    import importlib.metadata
+    import importlib.util
+
+    found = []
+    for module, dist in EXTRAS:
+        try:
+            if importlib.util.find_spec(module) is None:
+                continue
+            version = importlib.metadata.version(dist)
+        except Exception:
+            continue
+        found.append([dist, str(version)])
+    return found
 
 
 def _warm_caches(report):
@@ -171,6 +208,7 @@ def warm_up(preload=()):
         # The promised packages in their order (the C++ side keeps no list).
         "package_order": [dist for _, dist in PACKAGES],
         "preloaded": [[name, version] for name, version in preloaded.items()],
+        "extras": _find_extras(),
     }
 
 

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "base/fs_util.h"
@@ -235,6 +236,7 @@ bool ZygoteClient::Start(std::string* error) {
                              {"packages", pk},
                              {"missing", report.missing},
                              {"preloaded", report.preloaded},
+                             {"extras", report.extras},
                              {"image", report.image},
                              {"warmup_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::steady_clock::now() - t0)

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -170,6 +171,13 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   }
   o << " (already imported: importing them is instant; matplotlib uses the Agg backend and "
        "plt.show() returns the figures as images).";
+  if (!rt.extras.empty()) {
+    o << " Also installed, imported on first use:";
+    for (size_t i = 0; i < rt.extras.size(); ++i) {
+      o << (i ? ", " : " ") << rt.extras[i].first << " " << rt.extras[i].second;
+    }
+    o << ".";
+  }
   // The numbers a call really gets: a default above the cap is the cap.
   o << " Limits: timeout_s defaults to " << ClampTimeout(std::nullopt, c) << " s and is capped at "
     << c.max_timeout_s << " s; memory " << c.memory_limit_mb
