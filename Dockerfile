@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 #
-# The production image of mcp-exec: Debian bookworm, the binary, and the
-# Debian packages it needs at run time. Nothing else.
+# The production image of mcp-exec: Debian (trixie by default, bookworm with
+# --build-arg DEBIAN_IMAGE=debian:bookworm-slim), the binary, and the Debian
+# packages it needs at run time. Nothing else.
 #
 #   docker build -t mcp-exec .
 #   docker run --rm -i --network none --read-only --cap-drop ALL \
@@ -11,17 +12,19 @@
 #
 # Docker mounts a container's cgroup read-only, so per-run cgroups are off in
 # this posture (`mcp-exec doctor` says so): --memory and --pids-limit then
-# bound all runs together, and rlimits each process of a run. A host that
-# delegates a writable cgroup v2 subtree to the container (memory and pids in
-# its cgroup.subtree_control) gets a cgroup per run with no flag to set.
+# bound all runs together, and rlimits each process of a run. The server
+# reads --cpus and --memory from its cgroup: with the line above it runs one
+# call at a time and gives a run 96 MiB of memory and 64 MiB of files. A
+# host that delegates a writable cgroup v2 subtree to the container (memory
+# and pids in its cgroup.subtree_control) gets a cgroup per run with no flag
+# to set.
 #
 # The package lists are NOT repeated here: both stages read them from
 # scripts/deps/*.txt (one package a line, '#' comments), the same files
-# scripts/setup.sh installs from. scripts/check-image-recipe replays the
-# runtime stage in a debootstrapped bookworm (no Docker engine needed) and
-# fails if this file stops reading those lists.
+# scripts/setup.sh installs from. scripts/check-image builds this file with
+# podman and runs the image in the posture above (CTest image).
 
-ARG DEBIAN_IMAGE=debian:bookworm-slim
+ARG DEBIAN_IMAGE=debian:trixie-slim
 
 # ---------------------------------------------------------------- build stage
 FROM ${DEBIAN_IMAGE} AS build
@@ -41,6 +44,14 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
  && cmake --build build -j "$(nproc)" \
  && strip --strip-unneeded build/mcp-exec \
  && build/mcp-exec --version
+# The Debian packages that hold the shared libraries the binary links
+# (libpython3.X, libseccomp2, libc6, ...): the runtime stage installs exactly
+# these, so no list names a Python minor version.
+RUN ldd build/mcp-exec | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' \
+    | while read -r lib; do dpkg -S "*/${lib##*/}"; done \
+    | cut -d: -f1 | sort -u >build/linked-packages.txt \
+ && cat build/linked-packages.txt \
+ && grep -q '^libpython3' build/linked-packages.txt
 
 # -------------------------------------------------------------- runtime stage
 FROM ${DEBIAN_IMAGE} AS runtime
@@ -56,13 +67,14 @@ LABEL org.opencontainers.image.title="mcp-exec" \
       org.opencontainers.image.licenses="${LICENSES}" \
       org.opencontainers.image.version="${VERSION}"
 
-# The shared libraries the binary links (libpython3.11, libseccomp2; its
-# HTTP server, Boost.Beast, is header-only) and the sandbox's Python
-# packages (their versions are pinned by bookworm itself; wheels/manifest.txt
-# records them).
+# The shared libraries the binary links (found by the build stage; its HTTP
+# server, Boost.Beast, is header-only) and the sandbox's Python packages
+# (their versions are those of the Debian release; wheels/manifest.txt
+# records bookworm's and trixie's).
 COPY scripts/deps/runtime.txt /tmp/deps/runtime.txt
+COPY --from=build /src/build/linked-packages.txt /tmp/deps/linked.txt
 RUN apt-get update \
- && grep -v -e '^#' -e '^[[:space:]]*$' /tmp/deps/runtime.txt \
+ && cat /tmp/deps/linked.txt /tmp/deps/runtime.txt | grep -v -e '^#' -e '^[[:space:]]*$' \
     | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/deps
 
@@ -79,8 +91,8 @@ COPY --from=build /src/build/mcp-exec /usr/local/bin/mcp-exec
 # (default /tmp/mcp-exec-cache-65532/matplotlib), and under --read-only with
 # --tmpfs /tmp that directory starts empty at every container start, so a
 # cache baked into the image would never be read. The zygote builds it once
-# at start, before it answers (scripts/check-image-recipe measures the cost:
-# 0.1-0.15 s of the ~0.9 s start here), and every run reuses it.
+# at start, before it answers (0.1-0.15 s of a ~1 s start), and every run
+# reuses it.
 
 # Only /tmp (a tmpfs in the reference posture) is written: run directories
 # and the cache above. The server is PID 1 here: it reaps what it is given

@@ -148,11 +148,13 @@ const std::vector<Option>& Options() {
        }},
       {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", Default(&Config::memory_limit_mb), "MiB",
        "memory a run may allocate (address space beyond the pre-warmed interpreter); unset, "
-       "never more than half the memory the process may use (a container's --memory 256m "
-       "gives 128)",
+       "never more than 3/8 of the memory the process may use (a container's --memory 256m "
+       "gives 96)",
        IntField(&Config::memory_limit_mb, 16, kMiB)},
       {"MCP_EXEC_DISK_LIMIT_MB", "--disk-limit-mb", Default(&Config::disk_limit_mb), "MiB",
-       "size of a run's working directory, and of any one file it writes",
+       "size of a run's working directory, and of any one file it writes; unset, never more "
+       "than a quarter of the memory the process may use, since run directories are tmpfs "
+       "(memory) in a container (--memory 256m gives 64)",
        IntField(&Config::disk_limit_mb, 1, kMiB)},
       {"MCP_EXEC_MAX_PROCESSES", "--max-processes", Default(&Config::max_processes), "processes",
        "processes and threads of the sandbox uid at once (all runs together)",
@@ -256,7 +258,11 @@ int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb) {
 }
 
 int64_t DefaultMemoryLimitMb(int64_t memory_mb) {
-  return std::clamp<int64_t>(memory_mb / 2, 16, Config{}.memory_limit_mb);
+  return std::clamp<int64_t>(memory_mb * 3 / 8, 16, Config{}.memory_limit_mb);
+}
+
+int64_t DefaultDiskLimitMb(int64_t memory_mb) {
+  return std::clamp<int64_t>(memory_mb / 4, 1, Config{}.disk_limit_mb);
 }
 
 std::vector<std::string> SplitComma(const std::string& text) {
@@ -341,12 +347,22 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
 
 namespace {
 
-// Who set the three derived values: a variable or flag, else their default
-// from the resources, with the reason.
+// Who set the derived values: a variable or flag, else their default from
+// the resources, with the reason.
 void NoteSetter(Config& c, const char* name, const std::string& setter) {
-  if (std::string(name) == "MCP_EXEC_MAX_CONCURRENT") c.max_concurrent_from = setter;
-  if (std::string(name) == "MCP_EXEC_MEMORY_LIMIT_MB") c.memory_limit_from = setter;
-  if (std::string(name) == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
+  const std::string n = name;
+  if (n == "MCP_EXEC_MAX_CONCURRENT") c.max_concurrent_from = setter;
+  if (n == "MCP_EXEC_MEMORY_LIMIT_MB") c.memory_limit_from = setter;
+  if (n == "MCP_EXEC_DISK_LIMIT_MB") c.disk_limit_from = setter;
+  if (n == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
+}
+
+// "default: 3/8 of <where>" when the share of the memory is below the
+// contract's default, else "default: <contract> MiB (<share> of <where> is more)".
+std::string FromShare(int64_t value, int64_t contract, const char* share, const Resources& res) {
+  return value < contract ? std::string("default: ") + share + " of " + res.memory_from
+                          : "default: " + std::to_string(contract) + " MiB (" + share + " of " +
+                                res.memory_from + " is more)";
 }
 
 void DeriveDefaults(Config& c, const Resources& res) {
@@ -356,10 +372,11 @@ void DeriveDefaults(Config& c, const Resources& res) {
   }
   if (c.memory_limit_from.empty()) {
     c.memory_limit_mb = DefaultMemoryLimitMb(res.memory_mb);
-    c.memory_limit_from = c.memory_limit_mb < Config{}.memory_limit_mb
-                              ? "default: half of " + res.memory_from
-                              : "default: " + std::to_string(Config{}.memory_limit_mb) +
-                                    " MiB (half of " + res.memory_from + " is more)";
+    c.memory_limit_from = FromShare(c.memory_limit_mb, Config{}.memory_limit_mb, "3/8", res);
+  }
+  if (c.disk_limit_from.empty()) {
+    c.disk_limit_mb = DefaultDiskLimitMb(res.memory_mb);
+    c.disk_limit_from = FromShare(c.disk_limit_mb, Config{}.disk_limit_mb, "a quarter", res);
   }
   if (c.max_py_sessions_from.empty()) {
     c.max_py_sessions = DefaultMaxPySessions(res.memory_mb, c.memory_limit_mb);

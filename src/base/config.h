@@ -61,10 +61,11 @@ struct Config {
   int64_t zygote_huge_pages = 1;
   int64_t spare_prefault = 1;  // measured: 1 pays; 2 costs back-to-back calls
   std::string log_level = "info";
-  // Where max_concurrent, memory_limit_mb and max_py_sessions came from: the
+  // Where max_concurrent, memory_limit_mb, disk_limit_mb and max_py_sessions
+  // came from: the
   // variable or flag that set it, or what its default was derived from (the
   // cgroup's CPU quota and memory limit, the CPU affinity; base/resources.h).
-  std::string max_concurrent_from, memory_limit_from, max_py_sessions_from;
+  std::string max_concurrent_from, memory_limit_from, disk_limit_from, max_py_sessions_from;
 };
 
 // Outcome of parsing: either a Config, or an error line, or a request for
@@ -111,9 +112,15 @@ int64_t EffectiveMaxRequestBytes(const Config& c);
 // MCP_EXEC_MAX_PY_SESSIONS when unset: half the memory the process may use
 // over the per-run memory limit, clamped to 2..64.
 int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb);
-// MCP_EXEC_MEMORY_LIMIT_MB when unset: 512 MiB, but never more than half the
-// memory the process may use (a container's --memory 256m gives 128 MiB), so
-// one run cannot take the server's own memory.
+// MCP_EXEC_MEMORY_LIMIT_MB when unset: 512 MiB, but never more than 3/8 of
+// the memory the process may use (a container's --memory 256m gives 96 MiB).
+// MCP_EXEC_DISK_LIMIT_MB when unset: 256 MiB, but never more than a quarter
+// of it (64 MiB), since a container's run directories are tmpfs, memory too.
+// Measured in the image under --memory 256m: the server idles at 83 MiB, so
+// a run's memory and files together (160 MiB) leave it room, and a run
+// that outgrows it anyway is what the kernel's OOM killer takes
+// (sandbox/limits.cc), never the server.
 int64_t DefaultMemoryLimitMb(int64_t memory_mb);
+int64_t DefaultDiskLimitMb(int64_t memory_mb);
 
 }  // namespace mcpexec

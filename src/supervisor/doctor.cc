@@ -63,6 +63,7 @@ json LimitsJson(const Config& c) {
           {"from",
            {{"max_concurrent", c.max_concurrent_from},
             {"memory_limit_mb", c.memory_limit_from},
+            {"disk_limit_mb", c.disk_limit_from},
             {"max_py_sessions", c.max_py_sessions_from}}},
           {"py_session",
            {{"max_live", c.max_py_sessions},
@@ -81,8 +82,9 @@ std::string LimitsText(const Config& c) {
     << " MiB; " << c.max_processes << " processes; " << c.max_open_files << " open files; "
     << c.max_concurrent << " at once, " << c.max_queue << " queued\n";
   o << "  where these came from: " << c.max_concurrent << " at once: " << c.max_concurrent_from
-    << "; memory " << c.memory_limit_mb << " MiB: " << c.memory_limit_from << "; "
-    << c.max_py_sessions << " Python sessions: " << c.max_py_sessions_from << "\n";
+    << "; memory " << c.memory_limit_mb << " MiB: " << c.memory_limit_from << "; disk "
+    << c.disk_limit_mb << " MiB: " << c.disk_limit_from << "; " << c.max_py_sessions
+    << " Python sessions: " << c.max_py_sessions_from << "\n";
   o << "  Python sessions: at most " << c.max_py_sessions << " live; ended after "
     << c.py_session_idle_s << " s idle or " << c.py_session_max_s
     << " s of life (also its CPU budget); a cell that ignores KeyboardInterrupt for "

@@ -157,10 +157,12 @@ TEST(ResourcesConfig, DefaultsFollowTheContainer) {
   ParseResult p = ParseConfig({}, {}, small);
   ASSERT_TRUE(p.config) << p.error;
   EXPECT_EQ(p.config->max_concurrent, 1);
-  EXPECT_EQ(p.config->memory_limit_mb, 128);  // never more than the container for a run
+  EXPECT_EQ(p.config->memory_limit_mb, 96);  // never more than the container for a run
+  EXPECT_EQ(p.config->disk_limit_mb, 64);    // run directories are memory too
   EXPECT_EQ(p.config->max_py_sessions, 2);
   EXPECT_EQ(p.config->max_concurrent_from, "default: cgroup v2 cpu.max");
-  EXPECT_EQ(p.config->memory_limit_from, "default: half of cgroup v2 memory.max (256 MiB)");
+  EXPECT_EQ(p.config->memory_limit_from, "default: 3/8 of cgroup v2 memory.max (256 MiB)");
+  EXPECT_EQ(p.config->disk_limit_from, "default: a quarter of cgroup v2 memory.max (256 MiB)");
 }
 
 TEST(ResourcesConfig, DefaultsOnABigMachineKeepTheContract) {
@@ -169,16 +171,20 @@ TEST(ResourcesConfig, DefaultsOnABigMachineKeepTheContract) {
   ASSERT_TRUE(p.config) << p.error;
   EXPECT_EQ(p.config->max_concurrent, 2);
   EXPECT_EQ(p.config->memory_limit_mb, 512);
+  EXPECT_EQ(p.config->disk_limit_mb, 256);
   EXPECT_EQ(p.config->max_py_sessions, 23);
 }
 
 TEST(ResourcesConfig, WhatTheOperatorSetWinsAndIsNamed) {
   Resources small{1, "q", 256, "m"};
-  ParseResult p = ParseConfig({{"MCP_EXEC_MEMORY_LIMIT_MB", "200"}},
-                              {"--max-concurrent=3", "--max-py-sessions", "5"}, small);
+  ParseResult p =
+      ParseConfig({{"MCP_EXEC_MEMORY_LIMIT_MB", "200"}, {"MCP_EXEC_DISK_LIMIT_MB", "90"}},
+                  {"--max-concurrent=3", "--max-py-sessions", "5"}, small);
   ASSERT_TRUE(p.config) << p.error;
   EXPECT_EQ(p.config->memory_limit_mb, 200);
   EXPECT_EQ(p.config->memory_limit_from, "MCP_EXEC_MEMORY_LIMIT_MB");
+  EXPECT_EQ(p.config->disk_limit_mb, 90);
+  EXPECT_EQ(p.config->disk_limit_from, "MCP_EXEC_DISK_LIMIT_MB");
   EXPECT_EQ(p.config->max_concurrent, 3);
   EXPECT_EQ(p.config->max_concurrent_from, "--max-concurrent");
   EXPECT_EQ(p.config->max_py_sessions, 5);
