@@ -52,9 +52,18 @@ function withOverrides(env, overrides) {
  * env: server settings on top of the forwarded MCP_EXEC_* variables (a value
  * of undefined removes one).
  */
-export async function connectMcpExec({ clientName = 'mcp-exec-sdk-client', env = {} } = {}) {
+export async function connectMcpExec({
+  clientName = 'mcp-exec-sdk-client',
+  env = {},
+  command = serverBin,
+  args = [],
+  timeoutMs = INITIALIZE_TIMEOUT_MS,
+} = {}) {
+  // command/args: another way to start the server over stdio (the image
+  // test's `podman run -i ... IMAGE`).
   const transport = new StdioClientTransport({
-    command: serverBin,
+    command,
+    args,
     env: withOverrides(serverEnvironment(), env),
     stderr: 'pipe',
   });
@@ -66,10 +75,10 @@ export async function connectMcpExec({ clientName = 'mcp-exec-sdk-client', env =
   });
   const client = new Client({ name: clientName, version: '0.0.0' });
   try {
-    await client.connect(transport, { timeout: INITIALIZE_TIMEOUT_MS });
+    await client.connect(transport, { timeout: timeoutMs });
   } catch (err) {
     await client.close();
-    err.message += `\nserver: ${serverBin}\nserver stderr:\n${log}`;
+    err.message += `\nserver: ${command} ${args.join(' ')}\nserver stderr:\n${log}`;
     throw err;
   }
   return { client, transport, serverLog: () => log };
