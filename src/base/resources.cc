@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/config.h"
+
 namespace mcpexec {
 namespace {
 
@@ -19,12 +21,8 @@ std::string Slurp(const std::string& path) {
 }
 
 bool HasToken(const std::string& csv, const std::string& token) {
-  std::stringstream in(csv);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item == token) return true;
-  }
-  return false;
+  const std::vector<std::string> items = SplitComma(csv);
+  return std::find(items.begin(), items.end(), token) != items.end();
 }
 
 bool ParseCount(std::string text, int64_t* out) {

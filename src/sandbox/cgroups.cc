@@ -7,12 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
+#include "base/config.h"
 #include "base/unique_fd.h"
 
 namespace mcpexec::sandbox::cgroups {
@@ -39,12 +41,8 @@ int WriteAt(int dirfd, const std::string& rel, const std::string& value) {
 }
 
 bool HasToken(const std::string& csv, const std::string& token) {
-  std::stringstream in(csv);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item == token) return true;
-  }
-  return false;
+  const std::vector<std::string> items = SplitComma(csv);
+  return std::find(items.begin(), items.end(), token) != items.end();
 }
 
 bool HasWord(const std::string& text, const std::string& word) {
