@@ -21,6 +21,7 @@ import { POSTURE_ARGS } from './posture.mjs';
 
 const IMAGE = process.env.MCP_EXEC_IMAGE;
 const SUITE = process.env.MCP_EXEC_IMAGE_SUITE || 'trixie';
+const PROFILE = process.env.MCP_EXEC_IMAGE_PROFILE || "podman's default";
 assert.ok(IMAGE, 'MCP_EXEC_IMAGE names the image (scripts/check-image sets it)');
 const ESCAPE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../escape');
 const SIGNALS = { SIGSYS: 31, SIGKILL: 9, SIGSEGV: 11, SIGABRT: 6, SIGXCPU: 24 };
@@ -70,7 +71,7 @@ function check(c, out) {
   }
 }
 
-describe(`the escape suite in ${IMAGE} (${SUITE}), in the real container`, () => {
+describe(`the escape suite in ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile), in the real container`, () => {
   let conn;
   let name;
   let n = 0;

@@ -17,6 +17,7 @@ import { HARNESS, POSTURE } from './posture.mjs';
 const run = promisify(execFile);
 const IMAGE = process.env.MCP_EXEC_IMAGE;
 const SUITE = process.env.MCP_EXEC_IMAGE_SUITE || 'trixie';
+const PROFILE = process.env.MCP_EXEC_IMAGE_PROFILE || "podman's default";
 assert.ok(IMAGE, 'MCP_EXEC_IMAGE names the image (scripts/check-image sets it)');
 
 // The posture without --network none: a published port needs a network.
@@ -53,7 +54,7 @@ function exitOf(transport, ms = 30_000) {
   });
 }
 
-describe(`the image ${IMAGE} (${SUITE}) in the README's posture over stdio`, () => {
+describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) in the README's posture over stdio`, () => {
   let conn;
   const name = containerName('stdio');
   before(async () => {
@@ -62,6 +63,23 @@ describe(`the image ${IMAGE} (${SUITE}) in the README's posture over stdio`, () 
   after(async () => {
     await conn?.client.close();
     spawnSync('podman', ['rm', '-f', '--ignore', name]);
+  });
+
+  it('locks runs down with what the profile allows', async () => {
+    const sandbox = conn
+      .serverLog()
+      .split('\n')
+      .filter((l) => l.includes('"event":"sandbox"'))
+      .map((l) => JSON.parse(l))[0];
+    assert.ok(sandbox, `a sandbox line in the start log:\n${conn.serverLog()}`);
+    assert.equal(sandbox.refusal, '', 'every required layer holds');
+    const active = Object.fromEntries(sandbox.layers.map((l) => [l.name, l.active]));
+    for (const layer of ['seccomp', 'network', 'no_new_privs', 'capabilities', 'rlimits']) {
+      assert.equal(active[layer], true, `${layer} is active`);
+    }
+    // Docker's rules refuse the server every namespace; podman's allow a
+    // network namespace per run.
+    assert.equal(active.network_namespace, !PROFILE.startsWith('docker'), JSON.stringify(sandbox.layers));
   });
 
   it('announces Python, the six packages and the extras with their versions', async () => {
@@ -193,7 +211,7 @@ describe(`the image ${IMAGE} (${SUITE}) in the README's posture over stdio`, () 
   });
 });
 
-describe(`the image ${IMAGE} (${SUITE}): podman stop`, () => {
+describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile): podman stop`, () => {
   it('SIGTERM to the server as PID 1: the running call is answered, exit 0', async () => {
     const name = containerName('stop');
     const conn = await connectMcpExec({ command: 'podman', args: stdioArgs(name), timeoutMs: 120_000 });
@@ -214,7 +232,7 @@ describe(`the image ${IMAGE} (${SUITE}): podman stop`, () => {
   });
 });
 
-describe(`the image ${IMAGE} (${SUITE}) over HTTP, published on 127.0.0.1 only`, () => {
+describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) over HTTP, published on 127.0.0.1 only`, () => {
   const name = containerName('http');
   const token = 'image-test-token-0123456789abcdef';
   let port;
