@@ -66,11 +66,11 @@ describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) in the READM
   });
 
   it('locks runs down with what the profile allows', async () => {
-    const sandbox = conn
-      .serverLog()
-      .split('\n')
-      .filter((l) => l.includes('"event":"sandbox"'))
-      .map((l) => JSON.parse(l))[0];
+    // stderr reaches us through conmon on its own pipe: it may trail the
+    // initialize answer on stdout.
+    const sandboxLine = () => conn.serverLog().split('\n').find((l) => l.includes('"event":"sandbox"'));
+    for (let i = 0; i < 100 && !sandboxLine(); i++) await new Promise((r) => setTimeout(r, 100));
+    const sandbox = sandboxLine() && JSON.parse(sandboxLine());
     assert.ok(sandbox, `a sandbox line in the start log:\n${conn.serverLog()}`);
     assert.equal(sandbox.refusal, '', 'every required layer holds');
     const active = Object.fromEntries(sandbox.layers.map((l) => [l.name, l.active]));
