@@ -25,69 +25,40 @@ bool HasToken(const std::string& csv, const std::string& token) {
   return std::find(items.begin(), items.end(), token) != items.end();
 }
 
+// A number in a cgroup or /proc file: ParseDecimal's digits, trimmed. Past
+// 18 digits is no number (v1 writes "no limit" with 19), so no bound.
 bool ParseCount(std::string text, int64_t* out) {
   text.erase(text.find_last_not_of(" \n\t") + 1);
   text.erase(0, text.find_first_not_of(" \t"));
-  if (text.empty() || text.size() > 19) return false;
-  int64_t n = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9') return false;
-    if (n > (INT64_MAX - 9) / 10) return false;
-    n = n * 10 + (ch - '0');
-  }
-  *out = n;
-  return true;
+  return ParseDecimal(text, out);
 }
 
-// One controller's hierarchy as this process sees it: where it is mounted,
-// which cgroup path that mount shows as its root, and this process's path.
+// One controller's hierarchy as this process sees it.
 struct Hierarchy {
   int version = 0;  // 0: not found
-  std::string point, mount_root, own_path;
+  CgroupMount mount;
+  std::string own_path;
 };
 
-// The hierarchy of a v1 controller ("cpu", "memory"), else the v2 one.
+// The hierarchy of a v1 controller ("cpu", "memory"): a v1 controller mounted
+// on its own is the one that counts; else the v2 one.
 Hierarchy FindHierarchy(const std::string& root, const std::string& controller) {
-  Hierarchy v1, v2;
-  std::stringstream mounts(Slurp(root + "/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(mounts, line)) {
-    std::stringstream f(line);
-    std::string id, parent, dev, mroot, point, opts, field, fstype, source, super;
-    f >> id >> parent >> dev >> mroot >> point >> opts;
-    while (f >> field && field != "-") {
-    }
-    f >> fstype >> source >> super;
-    if (fstype == "cgroup2" && v2.version == 0) v2 = {2, point, mroot, ""};
-    if (fstype == "cgroup" && v1.version == 0 && HasToken(super, controller)) {
-      v1 = {1, point, mroot, ""};
-    }
-  }
-  std::stringstream cgroups(Slurp(root + "/proc/self/cgroup"));
-  while (std::getline(cgroups, line)) {
-    size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (ctrls.empty()) v2.own_path = path;
-    if (HasToken(ctrls, controller)) v1.own_path = path;
-  }
-  // A v1 controller mounted on its own is the one that counts; a v2
-  // hierarchy holds the controller only if it is enabled there.
-  if (v1.version == 1) return v1;
-  return v2;
+  CgroupMount v1 = FindCgroupMount(controller, root);
+  if (!v1.point.empty()) return {1, v1, OwnCgroupPath(controller, root)};
+  CgroupMount v2 = FindCgroupMount("", root);
+  if (!v2.point.empty()) return {2, v2, OwnCgroupPath("", root)};
+  return {};
 }
 
 // The directories from this process's cgroup up to the mount point: where
 // the limits that bound it are written (the tightest one counts).
 std::vector<std::string> CgroupChain(const std::string& root, const Hierarchy& h) {
-  std::string rel = h.own_path;
-  if (h.mount_root != "/" && rel.rfind(h.mount_root, 0) == 0) rel = rel.substr(h.mount_root.size());
   // A mount whose root is not an ancestor of our path (a container without
   // a cgroup namespace sees its own cgroup mounted as "/"): its top is ours.
-  std::string dir = root + h.point + (rel == "/" ? "" : rel);
-  if (access(dir.c_str(), F_OK) != 0) dir = root + h.point;
+  std::string dir = root + CgroupDir(h.mount, h.own_path);
+  std::string top = root + h.mount.point;
+  if (access(dir.c_str(), F_OK) != 0) dir = top;
   std::vector<std::string> chain;
-  std::string top = root + h.point;
   for (;;) {
     chain.push_back(dir);
     if (dir.size() <= top.size()) break;
@@ -157,6 +128,44 @@ int64_t AllowedCpus(const std::string& root) {
 }
 
 }  // namespace
+
+CgroupMount FindCgroupMount(const std::string& controller, const std::string& prefix) {
+  std::stringstream mounts(Slurp(prefix + "/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::stringstream f(line);
+    std::string id, parent, dev, root, point, opts, field, fstype, source, super;
+    f >> id >> parent >> dev >> root >> point >> opts;
+    while (f >> field && field != "-") {
+    }
+    f >> fstype >> source >> super;
+    if (controller.empty() ? fstype == "cgroup2"
+                           : fstype == "cgroup" && HasToken(super, controller)) {
+      return {point, root};
+    }
+  }
+  return {};
+}
+
+std::string OwnCgroupPath(const std::string& controller, const std::string& prefix) {
+  std::stringstream in(Slurp(prefix + "/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string ctrls = line.substr(a + 1, b - a - 1);
+    if (controller.empty() ? ctrls.empty() : HasToken(ctrls, controller)) {
+      return line.substr(b + 1);
+    }
+  }
+  return "";
+}
+
+std::string CgroupDir(const CgroupMount& m, const std::string& own) {
+  std::string rel = own;
+  if (m.root != "/" && rel.compare(0, m.root.size(), m.root) == 0) rel = rel.substr(m.root.size());
+  return m.point + (rel == "/" ? "" : rel);
+}
 
 int64_t ParseCpuMaxMilli(const std::string& cpu_max) {
   std::stringstream in(cpu_max);

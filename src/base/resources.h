@@ -31,6 +31,21 @@ Resources ReadResources(const std::string& root = "", int64_t online_cpus = -1,
 // The process's resources, read once.
 const Resources& ProcessResources();
 
+// Where a cgroup hierarchy is mounted in this mount namespace: the mount
+// point and the cgroup path the mount shows as its root. Empty point: not
+// mounted. Shared with the per-run cgroups (sandbox/cgroups.cc).
+struct CgroupMount {
+  std::string point, root;
+};
+// The mount of a v1 controller ("memory", "cpu", "pids"), or of the v2
+// hierarchy (controller ""). `prefix` goes in front of every path read (tests).
+CgroupMount FindCgroupMount(const std::string& controller, const std::string& prefix = "");
+// This process's cgroup path for a v1 controller, or for v2 ("").
+std::string OwnCgroupPath(const std::string& controller, const std::string& prefix = "");
+// The directory of the cgroup path `own` below mount m (the mount's root,
+// when it is an ancestor of `own`, stripped).
+std::string CgroupDir(const CgroupMount& m, const std::string& own);
+
 // Parsers of one cgroup file's text, exposed for tests. Each returns -1 when
 // the text sets no bound ("max", "-1", a value past any real machine).
 int64_t ParseCpuMaxMilli(const std::string& cpu_max);  // v2 "quota period" -> thousandths of a CPU

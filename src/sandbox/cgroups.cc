@@ -7,14 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
-#include "base/config.h"
+#include "base/resources.h"
 #include "base/unique_fd.h"
 
 namespace mcpexec::sandbox::cgroups {
@@ -40,11 +39,6 @@ int WriteAt(int dirfd, const std::string& rel, const std::string& value) {
   return n == static_cast<ssize_t>(value.size()) ? 0 : (n < 0 ? errno : EIO);
 }
 
-bool HasToken(const std::string& csv, const std::string& token) {
-  const std::vector<std::string> items = SplitComma(csv);
-  return std::find(items.begin(), items.end(), token) != items.end();
-}
-
 bool HasWord(const std::string& text, const std::string& word) {
   std::stringstream in(text);
   std::string item;
@@ -52,45 +46,6 @@ bool HasWord(const std::string& text, const std::string& word) {
     if (item == word) return true;
   }
   return false;
-}
-
-struct CgroupMount {
-  std::string point, root;
-};
-
-// The cgroup mounts of this mount namespace: v1 by controller, and v2.
-void FindMounts(CgroupMount* memory_v1, CgroupMount* pids_v1, CgroupMount* unified) {
-  std::stringstream in(ReadFile("/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::stringstream f(line);
-    std::string id, parent, dev, root, point, opts, field;
-    f >> id >> parent >> dev >> root >> point >> opts;
-    while (f >> field && field != "-") {
-    }
-    std::string fstype, source, super;
-    f >> fstype >> source >> super;
-    if (fstype == "cgroup2" && unified->point.empty()) *unified = {point, root};
-    if (fstype != "cgroup") continue;
-    if (HasToken(super, "memory") && memory_v1->point.empty()) *memory_v1 = {point, root};
-    if (HasToken(super, "pids") && pids_v1->point.empty()) *pids_v1 = {point, root};
-  }
-}
-
-// This process's cgroup path for a v1 controller, or for v2 ("").
-std::string OwnPath(const std::string& controller) {
-  std::stringstream in(ReadFile("/proc/self/cgroup"));
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = line.substr(a + 1, b - a - 1);
-    if ((controller.empty() && ctrls.empty()) ||
-        (!controller.empty() && HasToken(ctrls, controller))) {
-      return line.substr(b + 1);
-    }
-  }
-  return "";
 }
 
 // Inside a cgroup namespace of its own, "/" is the container's cgroup, not
@@ -154,14 +109,12 @@ std::string ControllerDir(const CgroupMount& m, const std::string& own, const st
            " cgroup, which is not its to divide: start it in a cgroup of its own";
     return "";
   }
-  std::string rel = own;
-  if (m.root != "/" && rel.compare(0, m.root.size(), m.root) == 0) rel = rel.substr(m.root.size());
-  return m.point + (rel == "/" ? "" : rel);
+  return CgroupDir(m, own);
 }
 
 void DetectV2(const CgroupMount& unified, Delegation* d) {
   std::string why;
-  std::string dir = ControllerDir(unified, OwnPath(""), "cgroup v2", &why);
+  std::string dir = ControllerDir(unified, OwnCgroupPath(""), "cgroup v2", &why);
   if (dir.empty()) {
     d->why_not_memory = d->why_not_pids = why;
     return;
@@ -206,14 +159,15 @@ void DetectV2(const CgroupMount& unified, Delegation* d) {
 
 Delegation Detect() {
   Delegation d;
-  CgroupMount memory_v1, pids_v1, unified;
-  FindMounts(&memory_v1, &pids_v1, &unified);
+  const CgroupMount memory_v1 = FindCgroupMount("memory");
+  const CgroupMount pids_v1 = FindCgroupMount("pids");
+  const CgroupMount unified = FindCgroupMount("");
   if (memory_v1.point.empty()) {
     DetectV2(unified, &d);
     return d;
   }
   std::string why, parent;
-  std::string dir = ControllerDir(memory_v1, OwnPath("memory"), "memory", &why);
+  std::string dir = ControllerDir(memory_v1, OwnCgroupPath("memory"), "memory", &why);
   int fd = dir.empty() ? -1 : MakeParent(dir, &parent, &why);
   if (fd < 0) {
     d.why_not_memory = why;
@@ -223,7 +177,7 @@ Delegation Detect() {
     d.memory_dir = parent;
   }
   why.clear();
-  dir = ControllerDir(pids_v1, OwnPath("pids"), "pids", &why);
+  dir = ControllerDir(pids_v1, OwnCgroupPath("pids"), "pids", &why);
   fd = dir.empty() ? -1 : MakeParent(dir, &parent, &why);
   if (fd < 0) {
     d.why_not_pids = why;
