@@ -39,7 +39,7 @@
 // is the summary as JSON, prefixed with "BENCH_JSON ". Exits non-zero if any
 // call fails.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,6 +47,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { connectHttpClient, connectMcpExec, serverBin, startHttpServer } from '../tests/client/mcp_client.mjs';
+import { childrenOf, descendantsOf, findZygote, processTable, pssKiB } from './procfs.mjs';
 
 const REFERENCE_PYTHON = '/usr/bin/python3';
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
@@ -630,52 +631,6 @@ function printSessionTable(sessionRows) {
 // every runner inherits); what a session adds is the growth of that total
 // when it starts, measured here over K sessions at once.
 
-// pid -> ppid of every process now (those that end meanwhile are skipped).
-function processTable() {
-  const table = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // pid (comm) state ppid ...: comm may hold spaces and parentheses.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      table.set(Number(entry), ppid);
-    } catch {
-      // ended between the listing and the read
-    }
-  }
-  return table;
-}
-
-function childrenOf(table, pid) {
-  return [...table].filter(([, ppid]) => ppid === pid).map(([child]) => child);
-}
-
-function descendantsOf(table, pid) {
-  const out = [];
-  for (let todo = childrenOf(table, pid); todo.length; ) {
-    const p = todo.pop();
-    out.push(p);
-    todo.push(...childrenOf(table, p));
-  }
-  return out;
-}
-
-// A process's PSS (or another line of its smaps_rollup) in KiB; 0 if it has
-// ended. Unreadable (not root) throws.
-function pssKiB(pid, field = 'Pss') {
-  let text;
-  try {
-    text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-  } catch (err) {
-    if (err.code === 'ENOENT' || err.code === 'ESRCH') return 0;
-    throw new Error(`cannot read /proc/${pid}/smaps_rollup (${err.code}): run the bench as root`);
-  }
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text);
-  if (!m) throw new Error(`/proc/${pid}/smaps_rollup has no ${field}: line`);
-  return Number(m[1]);
-}
-
 // The session whose marker the process holds open, if any.
 function markedSession(pid) {
   let fds;
@@ -695,23 +650,6 @@ function markedSession(pid) {
     if (at >= 0) return target.slice(at + 1 + MARKER_PREFIX.length);
   }
   return null;
-}
-
-// The zygote: the server's child with __zygote in its command line; and the
-// number of spares it keeps (its --spares=).
-function findZygote(serverPid) {
-  for (const pid of childrenOf(processTable(), serverPid)) {
-    let argv;
-    try {
-      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    if (!argv.includes('__zygote')) continue;
-    const spares = argv.find((a) => a.startsWith('--spares='));
-    return { pid, spares: spares === undefined ? null : Number(spares.slice('--spares='.length)) };
-  }
-  throw new Error(`no zygote (a child with __zygote in its command line) under the server, pid ${serverPid}`);
 }
 
 // The zygote's descendants now, grouped by subtree: { total_kib, zygote_kib,

@@ -14,11 +14,11 @@
 // first image is the baseline of the ratios. MCP_EXEC_PODMAN_ARGS: the
 // harness's own podman flags (scripts/check-image sets them).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { connectMcpExec } from '../tests/client/mcp_client.mjs';
 import { POSTURE_ARGS } from '../tests/image/posture.mjs';
+import { descendantsOf, findZygote, processTable, pssKiB } from './procfs.mjs';
 
 const { values, positionals } = parseArgs({
   options: { rounds: { type: 'string', default: '2' }, n: { type: 'string', default: '30' } },
@@ -65,43 +65,15 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
-function pssKiB(pid) {
-  try {
-    return Number(/^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]);
-  } catch {
-    return 0;
-  }
-}
-
 // The server (the container's PID 1, as the host sees it), its zygote, and
 // the PSS of both and of every process below the server.
 function memory(containerName) {
   const pid = Number(spawnSync('podman', ['inspect', '--format', '{{.State.Pid}}', containerName], { encoding: 'utf8' }).stdout);
-  const parent = new Map();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  const below = (p) => [...parent].filter(([, pp]) => pp === p).map(([c]) => c);
-  const tree = [];
-  for (let todo = [pid]; todo.length; ) {
-    const p = todo.pop();
-    tree.push(p);
-    todo.push(...below(p));
-  }
-  const zygote = below(pid).find((c) => {
-    try {
-      return readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0').includes('__zygote');
-    } catch {
-      return false;
-    }
-  });
-  return { zygoteMiB: pssKiB(zygote) / 1024, totalMiB: tree.reduce((a, p) => a + pssKiB(p), 0) / 1024 };
+  const tree = [pid, ...descendantsOf(processTable(), pid)];
+  return {
+    zygoteMiB: pssKiB(findZygote(pid).pid) / 1024,
+    totalMiB: tree.reduce((a, p) => a + pssKiB(p), 0) / 1024,
+  };
 }
 
 async function measure({ name, image }, round) {
