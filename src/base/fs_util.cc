@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <string_view>
 #include <vector>
 
@@ -29,10 +31,10 @@ bool EnsureDir(const std::string& path, unsigned mode) {
 
 namespace {
 
-// Empties the directory open at dfd. Depth is bounded by the run's own
-// nesting, which the file-size and inode limits bound in turn.
-bool EmptyDirAt(int dfd, int depth) {
-  if (depth > 4096) return false;
+// One pass over the directory open at dfd: removes what is not a directory
+// and every empty subdirectory; the names of the others (not empty, or not
+// removable) are returned.
+bool RemoveEntriesAt(int dfd, std::vector<std::string>* busy) {
   int dup_fd = dup(dfd);
   if (dup_fd < 0) return false;
   DIR* dir = fdopendir(dup_fd);
@@ -40,33 +42,31 @@ bool EmptyDirAt(int dfd, int depth) {
     close(dup_fd);
     return false;
   }
+  rewinddir(dir);  // the offset is shared with dfd's: an earlier pass left it at the end
   bool ok = true;
-  std::vector<std::string> subdirs;
   while (dirent* e = readdir(dir)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (unlinkat(dfd, name.c_str(), 0) == 0) continue;
-    if (errno == EISDIR || errno == EPERM || errno == ENOTEMPTY || errno == EEXIST) {
-      subdirs.push_back(name);
-    } else if (errno != ENOENT) {
-      ok = false;
-    }
-  }
-  closedir(dir);
-  for (const std::string& name : subdirs) {
-    if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) == 0) continue;
-    // The code may have left it without permissions for its owner.
-    fchmodat(dfd, name.c_str(), 0700, 0);
-    UniqueFd sub(openat(dfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub) {
+    if (unlinkat(dfd, name.c_str(), 0) == 0 || errno == ENOENT) continue;
+    if (errno != EISDIR && errno != EPERM) {
       ok = false;
       continue;
     }
-    ok = EmptyDirAt(sub.get(), depth + 1) && ok;
-    sub.Reset();
-    if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) != 0) ok = false;
+    if (unlinkat(dfd, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) continue;
+    busy->push_back(std::move(name));
   }
+  closedir(dir);
   return ok;
+}
+
+// Moves the directory `name` in `from` up to `root` under a fresh name.
+bool MoveUp(int from, const std::string& name, int root, uint64_t* counter) {
+  for (int tries = 0; tries < 1000; ++tries) {
+    std::string fresh = ".mcp-exec-rm-" + std::to_string((*counter)++);
+    if (renameat2(from, name.c_str(), root, fresh.c_str(), RENAME_NOREPLACE) == 0) return true;
+    if (errno != EEXIST) return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -92,12 +92,43 @@ std::optional<std::string> RelativePathProblem(const std::string& path) {
   return std::nullopt;
 }
 
+// No recursion and no chain of open directories, so no depth is too deep
+// (a run can nest directories as deep as its inodes allow): every directory
+// below the top one is first moved up to the top, its subdirectories moved
+// up beside it, then removed once it holds nothing. Two directories are open
+// at a time. A directory is moved up at most once, and a pass that neither
+// removes nor moves anything ends the loop.
 bool RemoveTree(const std::string& path) {
   chmod(path.c_str(), 0700);
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return errno == ENOENT;
-  bool ok = EmptyDirAt(fd.get(), 0);
-  fd.Reset();
+  UniqueFd top(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top) return errno == ENOENT;
+  bool ok = true;
+  uint64_t counter = 0;
+  for (;;) {
+    std::vector<std::string> busy;
+    ok = RemoveEntriesAt(top.get(), &busy) && ok;
+    bool progress = false;
+    for (const std::string& name : busy) {
+      // The code may have left it without permissions for its owner.
+      fchmodat(top.get(), name.c_str(), 0700, 0);
+      UniqueFd dir(
+          openat(top.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!dir) continue;
+      std::vector<std::string> subdirs;
+      RemoveEntriesAt(dir.get(), &subdirs);
+      for (const std::string& sub : subdirs) {
+        fchmodat(dir.get(), sub.c_str(), 0700, 0);
+        if (MoveUp(dir.get(), sub, top.get(), &counter)) progress = true;
+      }
+      dir.Reset();
+      if (unlinkat(top.get(), name.c_str(), AT_REMOVEDIR) == 0) progress = true;
+    }
+    if (busy.empty() || !progress) {
+      ok = ok && busy.empty();
+      break;
+    }
+  }
+  top.Reset();
   return rmdir(path.c_str()) == 0 && ok;
 }
 

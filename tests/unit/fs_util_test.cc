@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec {
 namespace {
 
@@ -37,6 +39,26 @@ TEST(FsUtilTest, DoesNotFollowSymlinksOutOfTheTree) {
   EXPECT_FALSE(Exists(root));
   EXPECT_TRUE(Exists(outside + "/keep"));
   RemoveTree(outside);
+}
+
+// Issue 19, point 15: a run nested directories deeper than the old
+// recursion's bound (4096), and the tree outlived the run and the server.
+TEST(FsUtilTest, RemovesATreeDeeperThanAnyRecursionBound) {
+  std::string root = MakePrivateDir("/tmp", "fsutil-deep-");
+  UniqueFd dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (int i = 0; i < 5000; ++i) {
+    ASSERT_EQ(mkdirat(dir.get(), "d", 0700), 0) << "depth " << i;
+    if (i % 100 == 0) {
+      UniqueFd file(openat(dir.get(), "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    }
+    if (i % 1000 == 999) fchmod(dir.get(), 0);  // no permissions, as code may leave them
+    UniqueFd next(openat(dir.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(next) << "depth " << i;
+    dir = std::move(next);
+  }
+  dir.Reset();
+  EXPECT_TRUE(RemoveTree(root));
+  EXPECT_FALSE(Exists(root));
 }
 
 TEST(FsUtilTest, MissingTreeIsAlreadyRemoved) {
