@@ -133,10 +133,9 @@ class RequestParser : public bhttp::basic_parser<true> {
                               std::string(value.data(), value.size()));
   }
   void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
-    // The length was checked against the cap before the body was read.
-    if (length) req_.body.reserve(static_cast<size_t>(*length));
-  }
+  // Nothing is reserved from the announced length: a body costs memory only
+  // as its bytes arrive.
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
   size_t on_body_impl(beast::string_view body, error_code&) override {
     req_.body.append(body.data(), body.size());
     return body.size();
@@ -416,6 +415,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (auto refusal = server_.handler.Screen(req, &extra_)) return Fail(std::move(*refusal));
 
     const std::string te = req.Header("Transfer-Encoding");
+    // Only a request routed to a handler that reads a body may send one:
+    // probes, preflights, GETs and DELETEs never make the server read (or
+    // hold) a byte of a body.
+    const auto announced = parser_->content_length();
+    if ((req.HasHeader("Transfer-Encoding") || (announced && *announced > 0)) &&
+        !server_.handler.TakesBody(req)) {
+      return Fail(413, req.method + " " + req.path + " takes no request body");
+    }
     if (req.HasHeader("Transfer-Encoding") && !IEquals(Trim(te), "chunked")) {
       return Fail(501, "Transfer-Encoding other than chunked is not supported");
     }
@@ -447,11 +454,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     // From here the parser counts decoded (chunked) bytes against the cap.
     parser_->body_limit(limits_.max_body_bytes);
-    uint64_t expected = length ? *length : limits_.max_body_bytes;
-    Arm(Deadline::kBody, Clock::now() + limits_.body_timeout +
-                             std::chrono::milliseconds(expected * 1000 / limits_.body_min_rate));
-    bhttp::async_read(socket_, buffer_, *parser_,
-                      [self = shared_from_this()](error_code ec, size_t) { self->OnBody(ec); });
+    body_start_ = Clock::now();
+    body_received_ = 0;
+    ArmBodyDeadline();
+    ReadBody();
+  }
+
+  // The body must keep moving: every byte received buys 1/body_min_rate of a
+  // second beyond body_timeout. A body sent at the minimum rate or faster
+  // never runs out; one that stalls, or trickles, is cut within
+  // body_timeout / (1 - its rate / the minimum), whatever length it announced.
+  void ArmBodyDeadline() {
+    Arm(Deadline::kBody,
+        body_start_ + limits_.body_timeout +
+            std::chrono::milliseconds(body_received_ * 1000 / limits_.body_min_rate));
+  }
+  void ReadBody() {
+    bhttp::async_read_some(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](error_code ec, size_t n) { self->OnBodyPart(ec, n); });
+  }
+  void OnBodyPart(error_code ec, size_t n) {
+    if (phase_ == Phase::kClosed) return;
+    if (!ec && timed_out_ == Deadline::kNone && !parser_->is_done()) {
+      body_received_ += n;
+      ArmBodyDeadline();
+      return ReadBody();
+    }
+    OnBody(ec);
   }
 
   void OnBody(error_code ec) {
@@ -719,6 +749,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Deadline armed_ = Deadline::kNone, timed_out_ = Deadline::kNone;
   uint64_t generation_ = 0;
   Clock::time_point request_start_, last_write_ = Clock::now();
+  Clock::time_point body_start_;
+  uint64_t body_received_ = 0;
   int requests_ = 0, version_ = 11;
   bool keep_alive_ = true, head_ = false;
   std::string method_, path_;  // of the current request, for Refused()

@@ -2,8 +2,9 @@
 // clients: a few I/O threads multiplex every connection (an idle or slow
 // client costs a socket and a buffer, never a thread), and every limit is
 // enforced while reading: header size and field count (431), body size,
-// chunked bodies included (413), whole-header and whole-body deadlines
-// however slowly the bytes trickle in (408), and connections in total (503)
+// chunked bodies included (413), a body where none is taken (413), a
+// whole-header deadline however slowly the bytes trickle in and a body that
+// must keep a minimum rate (408), and connections in total (503)
 // and per client address (429). Request bodies are never decoded: a
 // Content-Encoding other than identity is refused (415).
 //
@@ -38,7 +39,8 @@ struct Limits {
   // From the first moment the server waits for a request to its last header
   // byte.
   std::chrono::milliseconds header_timeout{10000};
-  // The body: this, plus its length at body_min_rate (the cap's, for chunked).
+  // The body: this, plus 1/body_min_rate of a second for every byte received
+  // (a body that keeps the rate never runs out; one that stalls does).
   std::chrono::milliseconds body_timeout{10000};
   uint64_t body_min_rate = uint64_t{256} * 1024;  // bytes per second
   // One write may make no progress for this long before the client is
@@ -115,6 +117,10 @@ class Handler {
   // headers to *extra, which go on every response to this request. Must not
   // block.
   virtual std::optional<Response> Screen(const Request& request, Headers* extra) = 0;
+  // True if the request, once screened, is routed to something that reads a
+  // body. A request that announces a body otherwise is refused (413) before
+  // a byte of it is read.
+  virtual bool TakesBody(const Request& request) = 0;
   // True if Handle may run on the I/O thread itself (quick answers that must
   // not wait behind the workers: health probes); otherwise it runs on a
   // worker.

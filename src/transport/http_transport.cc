@@ -451,6 +451,7 @@ class HttpTransport final : public http::Handler {
   int Run(int signal_fd);
 
   std::optional<http::Response> Screen(const http::Request& req, http::Headers* extra) override;
+  bool TakesBody(const http::Request& req) override;
   bool Inline(const http::Request& req) override;
   void Handle(http::Request req, std::shared_ptr<http::Exchange> ex) override;
   void Refused(int status, const std::string& method, const std::string& path,
@@ -527,6 +528,12 @@ std::optional<http::Response> HttpTransport::Screen(const http::Request& req,
     return PlainError(403, "forbidden: Origin not allowed (MCP_EXEC_ALLOWED_ORIGINS)");
   }
   return std::nullopt;
+}
+
+bool HttpTransport::TakesBody(const http::Request& req) {
+  // The one route of each transport that reads a message (Handle's routing).
+  if (req.method != "POST") return false;
+  return config_.transport == Transport::kHttp ? req.path == "/mcp" : req.path == "/message";
 }
 
 bool HttpTransport::Inline(const http::Request& req) {

@@ -669,6 +669,62 @@ TEST_F(HttpTest, TrickledBodiesHitTheirDeadline) {
   EXPECT_LT(took, 15) << "a 1000-byte body trickled a byte a second";
 }
 
+// Issue 19, point 4: with a token set, probes and preflights need none, and
+// their bodies (up to the request cap, 36 MiB) were read and held: eight
+// connections added 288 MiB to the server before any credential. A request
+// not routed to a handler that reads a body is refused as soon as it
+// announces one, before a byte of it is read.
+TEST_F(HttpTest, NoBodyIsReadWhereNoneIsTaken) {
+  Start({{"MCP_EXEC_AUTH_TOKEN", "body-token"}});
+  const std::string head = " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 36000000\r\n\r\n";
+  for (const char* line : {"POST /healthz", "GET /readyz", "OPTIONS /mcp"}) {
+    int fd = ConnectRaw();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, line + head));
+    std::string a = ReadFor(fd, 3000, 4096);
+    close(fd);
+    EXPECT_EQ(StatusOf(a), 413) << line << ": " << a;
+    EXPECT_NE(a.find("takes no request body"), std::string::npos) << a;
+  }
+  // Eight connections each sending 4 MiB of such a body: the server holds
+  // none of it.
+  const long before = RssKiB(server_->pid());
+  std::vector<int> fds;
+  const std::string chunk(64 * 1024, 'x');
+  for (int i = 0; i < 8; ++i) {
+    int fd = ConnectRaw();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "POST /healthz" + head));
+    fds.push_back(fd);
+  }
+  for (int round = 0; round < 64; ++round) {
+    for (int fd : fds) (void)SendAll(fd, chunk);  // fails once the server has closed
+  }
+  const long after = RssKiB(server_->pid());
+  for (int fd : fds) close(fd);
+  EXPECT_LT(after - before, 16 * 1024) << "KiB the server grew by while bodies were sent";
+  EXPECT_EQ(Client().Get("/healthz")->status, 200);
+}
+
+// Issue 19, point 5: the body deadline grew with the announced length and
+// needed no progress: a socket that announced 36 MB and sent nothing held its
+// connection slot for about 150 s. A body must keep moving.
+TEST_F(HttpTest, ABodyThatDoesNotMoveLosesItsConnection) {
+  Start({{"MCP_EXEC_AUTH_TOKEN", "body-token"}});
+  int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd,
+                      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-MCP-AUTH: body-token\r\n"
+                      "Content-Type: application/json\r\nAccept: application/json, "
+                      "text/event-stream\r\nContent-Length: 36000000\r\n\r\n{"));
+  auto start = std::chrono::steady_clock::now();
+  std::string answer = ReadFor(fd, 30000, 4096);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_EQ(StatusOf(answer), 408) << answer;
+  EXPECT_LT(took, 13) << "a stalled body holds its connection for body_timeout (10 s) only";
+}
+
 // Connections are bounded per client address and in total; the excess is
 // refused at once and counted, and other clients are served meanwhile.
 TEST_F(HttpTest, ConnectionsArePerClientAndInTotalBounded) {
