@@ -16,9 +16,11 @@ The C++ side calls exactly two functions:
   it.
 
 Results travel as records on ``results_fd``, a pipe of the supervisor's
-making (never stdout): a 4-byte little-endian header length, a JSON header
-with ``kind`` and ``bytes``, then that many bytes of payload. The supervisor
-bounds and checks everything it reads; the limits here only spare work.
+making (never stdout): the header's and the payload's lengths (4 bytes
+each, little-endian), a JSON header with ``kind``, then the payload. The
+frame alone says where the next record starts, so a header the supervisor
+cannot parse costs only its own record. The supervisor bounds and checks
+everything it reads; the limits here only spare work.
 """
 
 import ast
@@ -377,9 +379,9 @@ _displayed = set()  # ids of figures already sent (display() or show())
 def _send(kind, meta, payload=b""):
     if _results_fd < 0:
         return
-    header = dict(meta, kind=kind, bytes=len(payload))
-    head = json.dumps(header).encode()
-    data = memoryview(struct.pack("<I", len(head)) + head + payload)
+    # The frame: header and payload lengths, then both (results.cc reads it).
+    head = json.dumps(dict(meta, kind=kind)).encode()
+    data = memoryview(struct.pack("<II", len(head), len(payload)) + head + payload)
     try:
         while data:
             data = data[os.write(_results_fd, data):]
@@ -402,7 +404,13 @@ def _emit_png(render):
     if _counts["images"] >= _limits["max_images"]:
         _counts["images_omitted"] += 1
         return
-    data, scaled = _png_bytes(render, _limits["max_image_bytes"])
+    try:
+        data, scaled = _png_bytes(render, _limits["max_image_bytes"])
+    except Exception:
+        # The runtime's own failure to draw (a figure too big or broken to
+        # render, no memory for the canvas): counted, never raised into the
+        # caller's code.
+        data, scaled = None, True
     if data is None:
         _counts["images_omitted"] += 1
         return
@@ -424,6 +432,8 @@ def _is_pil_image(obj):
 # canvas of a huge figure would not fit in the run's memory, and no model
 # needs more to see a plot.
 _MAX_FIGURE_PIXELS = 4_000_000
+# The longest side an image may have (results.cc drops a PNG past it).
+_MAX_IMAGE_SIDE = 8000
 
 
 def _show_figure(fig):
@@ -433,6 +443,7 @@ def _show_figure(fig):
     pixels = width * height * dpi * dpi
     if pixels > _MAX_FIGURE_PIXELS:
         dpi *= (_MAX_FIGURE_PIXELS / pixels) ** 0.5
+    dpi = min(dpi, (_MAX_IMAGE_SIDE - 1) / max(width, height, 1e-9))
 
     def render(scale):
         buf = io.BytesIO()
@@ -443,7 +454,10 @@ def _show_figure(fig):
 
 
 def _show_pil(img):
+    fit = min(1.0, _MAX_IMAGE_SIDE / max(img.width, img.height, 1))
+
     def render(scale):
+        scale *= fit
         shown = img
         if scale < 1.0:
             shown = img.resize((max(1, int(img.width * scale)), max(1, int(img.height * scale))))
@@ -493,10 +507,13 @@ def _send_last_value(value):
         return
     try:
         text = repr(value)
+    except (SystemExit, MemoryError, KeyboardInterrupt):
+        raise  # they keep their meaning: an exit status, reason memory
     except BaseException:
         _print_exception()
         return
-    data = text.encode("utf-8", "surrogateescape")
+    # Any text comes back: lone surrogates and undecodable bytes escaped.
+    data = text.encode("utf-8", "backslashreplace")
     cap = _limits["max_result_bytes"]
     _send("result", {"truncated": len(data) > cap}, data[:cap])
 
@@ -507,16 +524,44 @@ def _send_figures_left_open():
             _show_figure(fig)
 
 
-def _send_out_files(workdir, only=None):
-    """Sends the regular files under out/ (those in `only`, when given)."""
+def _escape_name(name):
+    """A file name as results.cc's EscapeName shows it: bytes that are not
+    UTF-8 as \\xNN, control and bidi characters as \\xNN or \\uNNNN."""
+    out = []
+    for ch in name:
+        cp = ord(ch)
+        if 0xDC80 <= cp <= 0xDCFF:  # an undecodable byte (surrogateescape)
+            out.append("\\x%02x" % (cp - 0xDC00))
+        elif cp < 0x20 or cp == 0x7F:
+            out.append("\\x%02x" % cp)
+        elif 0x80 <= cp <= 0x9F or cp in _HIDING or 0xD800 <= cp <= 0xDFFF:
+            out.append("\\u%04x" % cp)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+# Characters that reorder or hide text: a name holding one could show as
+# another name.
+_HIDING = frozenset([0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D,
+                     0x202E, 0x2066, 0x2067, 0x2068, 0x2069])
+
+
+def _walk_out(workdir, unreadable):
+    """(path relative to workdir, lstat) of every regular file under out/;
+    folders that cannot be listed are appended to `unreadable`."""
     root = os.path.join(workdir, "out")
     try:
         if not stat.S_ISDIR(os.lstat(root).st_mode):
             return
     except OSError:
         return
-    found = []
-    for folder, dirs, names in os.walk(root, followlinks=False):
+
+    def onerror(err):
+        if err.filename:
+            unreadable.append(os.path.relpath(err.filename, workdir))
+
+    for folder, dirs, names in os.walk(root, onerror=onerror, followlinks=False):
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(folder, name)
@@ -524,13 +569,26 @@ def _send_out_files(workdir, only=None):
                 st = os.lstat(path)
             except OSError:
                 continue
-            rel = os.path.relpath(path, workdir)
-            if stat.S_ISREG(st.st_mode) and (only is None or rel in only):
-                found.append((rel, st.st_size))
+            if stat.S_ISREG(st.st_mode):
+                yield os.path.relpath(path, workdir), st
+
+
+def _send_out_files(workdir, only=None):
+    """Sends the regular files under out/ (those in `only`, when given).
+    What cannot come back is listed with why: count, bytes, name (not UTF-8,
+    or holding control or bidi characters), unreadable (no permission)."""
+    unreadable = []
+    found = [(rel, st.st_size) for rel, st in _walk_out(workdir, unreadable)
+             if only is None or rel in only]
+    omitted = [{"path": _escape_name(rel), "bytes": 0, "why": "unreadable"}
+               for rel in unreadable if only is None or rel in only]
     max_files = _limits["max_out_files"]
     room = _limits["max_out_bytes"]
-    sent, omitted = 0, []
+    sent = 0
     for rel, size in found:
+        if _escape_name(rel) != rel:
+            omitted.append({"path": _escape_name(rel), "bytes": size, "why": "name"})
+            continue
         if sent >= max_files:
             omitted.append({"path": rel, "bytes": size, "why": "count"})
             continue
@@ -541,6 +599,7 @@ def _send_out_files(workdir, only=None):
             with open(os.path.join(workdir, rel), "rb") as f:
                 data = f.read(room + 1)
         except OSError:
+            omitted.append({"path": rel, "bytes": size, "why": "unreadable"})
             continue
         if len(data) > room:
             omitted.append({"path": rel, "bytes": len(data), "why": "bytes"})
@@ -695,18 +754,11 @@ _session = {"main": None, "out_seen": {}}
 
 def _out_snapshot(workdir):
     """(path relative to workdir) -> (size, mtime_ns) of every regular file
-    under out/."""
-    seen = {}
-    root = os.path.join(workdir, "out")
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                seen[os.path.relpath(path, workdir)] = (st.st_size, st.st_mtime_ns)
+    under out/, and -> "unreadable" for every folder there that cannot be
+    listed."""
+    unreadable = []
+    seen = {rel: (st.st_size, st.st_mtime_ns) for rel, st in _walk_out(workdir, unreadable)}
+    seen.update((rel, "unreadable") for rel in unreadable)
     return seen
 
 

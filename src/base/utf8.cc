@@ -1,5 +1,7 @@
 #include "base/utf8.h"
 
+#include <cstdint>
+
 namespace mcpexec {
 namespace {
 
@@ -20,7 +22,46 @@ size_t WellFormedLength(const unsigned char* p, size_t avail) {
   return 0;
 }
 
+uint32_t CodePoint(const unsigned char* p, size_t len) {
+  if (len == 1) return p[0];
+  uint32_t cp = p[0] & (0xFF >> (len + 1));
+  for (size_t i = 1; i < len; ++i) cp = (cp << 6) | (p[i] & 0x3F);
+  return cp;
+}
+
+bool HidesText(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 }  // namespace
+
+std::string EscapeName(std::string_view in) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(in.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  size_t n = in.size(), i = 0;
+  while (i < n) {
+    size_t len = WellFormedLength(p + i, n - i);
+    uint32_t cp = len ? CodePoint(p + i, len) : 0;
+    if (len == 0 || (len == 1 && HidesText(cp))) {
+      out += "\\x";
+      out += kHex[p[i] >> 4];
+      out += kHex[p[i] & 0xF];
+      ++i;
+      continue;
+    }
+    if (HidesText(cp)) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 0xF];
+    } else {
+      out.append(in.data() + i, len);
+    }
+    i += len;
+  }
+  return out;
+}
 
 std::string RepairUtf8(std::string_view in) {
   std::string out;

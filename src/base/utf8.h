@@ -17,4 +17,10 @@ bool IsValidUtf8(std::string_view in);
 // continuation bytes of a character cut by the window are dropped).
 std::string_view Utf8Tail(std::string_view in, size_t max);
 
+// A name (a file's, as a run made it) made safe to show and to log: bytes
+// that are not well-formed UTF-8 become \xNN, control characters (C0, DEL,
+// C1) \xNN or \uNNNN, and the characters that reorder or hide text (bidi
+// controls and marks, U+2028/U+2029) \uNNNN. Anything else is kept.
+std::string EscapeName(std::string_view in);
+
 }  // namespace mcpexec

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "base/fs_util.h"
+#include "base/utf8.h"
 #include "process/wire.h"
 
 namespace mcpexec {
@@ -18,6 +19,11 @@ namespace {
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxOmittedListed = 100;
 constexpr char kPngMagic[] = "\x89PNG\r\n\x1a\n";
+// The most pixels an image side may have: past it, clients refuse the image
+// (Anthropic's API at 8000) and a decoder would hold width x height pixels.
+constexpr uint32_t kMaxImageSide = 8000;
+// Why an out/ file may be listed as omitted.
+constexpr const char* kOmittedWhy[] = {"count", "bytes", "name", "unreadable"};
 
 // Header fields as the run wrote them: of the wrong type, the default
 // (nlohmann's value() would throw).
@@ -32,6 +38,30 @@ std::string StrOf(const json& h, const char* key) {
 bool BoolOf(const json& h, const char* key) {
   auto it = h.find(key);
   return it != h.end() && it->is_boolean() && it->get<bool>();
+}
+
+// The width and height in a PNG's IHDR chunk (the first, by the format), or
+// false when the bytes are not a PNG.
+bool PngSize(const std::string& data, uint32_t* width, uint32_t* height) {
+  if (data.size() < 24 || data.compare(0, 8, kPngMagic, 8) != 0 ||
+      data.compare(12, 4, "IHDR") != 0) {
+    return false;
+  }
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(data[at + i]);
+    return v;
+  };
+  *width = be32(16);
+  *height = be32(20);
+  return true;
+}
+
+bool KnownWhy(const std::string& why) {
+  for (const char* w : kOmittedWhy) {
+    if (why == w) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -63,8 +93,10 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
                          RunOutcome* out, int64_t* out_bytes) const {
   const auto size = static_cast<int64_t>(payload.size());
   if (kind == "image") {
-    bool png = StrOf(header, "mimeType") == "image/png" && payload.size() >= 8 &&
-               payload.compare(0, 8, kPngMagic, 8) == 0;
+    // The bytes decide, not the label: a PNG whose header says it fits.
+    uint32_t width = 0, height = 0;
+    bool png = StrOf(header, "mimeType") == "image/png" && PngSize(payload, &width, &height) &&
+               width >= 1 && height >= 1 && width <= kMaxImageSide && height <= kMaxImageSide;
     if (!png || size > limits_.max_image_bytes ||
         static_cast<int64_t>(out->images.size()) >= limits_.max_images) {
       ++out->images_omitted;
@@ -74,13 +106,17 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
   } else if (kind == "file") {
     std::string path = StrOf(header, "path");
     if (!IsOutFilePath(path)) return;
-    const char* why = static_cast<int64_t>(out->files.size()) >= limits_.max_out_files ? "count"
-                      : *out_bytes + size > limits_.max_out_bytes                      ? "bytes"
-                                                                                       : nullptr;
+    // A name that would show as something else (not UTF-8, control or bidi
+    // characters) comes back listed, escaped, never as a resource.
+    const bool odd_name = EscapeName(path) != path;
+    const char* why = odd_name                                                           ? "name"
+                      : static_cast<int64_t>(out->files.size()) >= limits_.max_out_files ? "count"
+                      : *out_bytes + size > limits_.max_out_bytes                        ? "bytes"
+                                                                                         : nullptr;
     if (why) {
       ++out->files_omitted_count;
       if (out->files_omitted.size() < kMaxOmittedListed)
-        out->files_omitted.push_back({path, size, why});
+        out->files_omitted.push_back({EscapeName(path), size, why});
       return;
     }
     *out_bytes += size;
@@ -99,27 +135,30 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
     for (const json& f : *files) {
       if (!f.is_object() || out->files_omitted.size() >= kMaxOmittedListed) continue;
       std::string path = StrOf(f, "path"), why = StrOf(f, "why");
-      if (!IsOutFilePath(path) || (why != "count" && why != "bytes")) continue;
-      out->files_omitted.push_back({path, std::max<int64_t>(0, IntOf(f, "bytes", 0)), why});
+      if (!IsOutFilePath(path) || !KnownWhy(why)) continue;
+      out->files_omitted.push_back(
+          {EscapeName(path), std::max<int64_t>(0, IntOf(f, "bytes", 0)), why});
     }
   }
 }
 
+// A record: header length and payload length (4 bytes each, little-endian),
+// the JSON header, the payload. The frame alone says where the next record
+// starts, so a header that does not parse costs only its own record.
 void ResultsReader::Finish(RunOutcome* out) const {
   size_t pos = 0;
   int64_t out_bytes = 0;
-  while (buf_.size() - pos >= 4) {
-    const uint32_t hlen = wire::LoadU32LE(buf_.data() + pos);
-    if (hlen > kMaxHeaderBytes || buf_.size() - pos - 4 < hlen) break;
-    json header =
-        json::parse(buf_.begin() + static_cast<std::ptrdiff_t>(pos + 4),
-                    buf_.begin() + static_cast<std::ptrdiff_t>(pos + 4 + hlen), nullptr, false);
-    if (!header.is_object()) break;
-    const int64_t bytes = IntOf(header, "bytes", -1);
-    if (bytes < 0 || static_cast<uint64_t>(bytes) > buf_.size() - pos - 4 - hlen) break;
-    std::string payload = buf_.substr(pos + 4 + hlen, static_cast<size_t>(bytes));
-    pos += 4 + hlen + static_cast<size_t>(bytes);
-    Take(StrOf(header, "kind"), header, std::move(payload), out, &out_bytes);
+  while (buf_.size() - pos >= 8) {
+    const uint64_t hlen = wire::LoadU32LE(buf_.data() + pos);
+    const uint64_t blen = wire::LoadU32LE(buf_.data() + pos + 4);
+    if (buf_.size() - pos - 8 < hlen + blen) break;  // cut at the byte bound
+    const size_t head_at = pos + 8, body_at = head_at + hlen;
+    pos = body_at + blen;
+    if (hlen > kMaxHeaderBytes) continue;
+    json header = json::parse(buf_.begin() + static_cast<std::ptrdiff_t>(head_at),
+                              buf_.begin() + static_cast<std::ptrdiff_t>(body_at), nullptr, false);
+    if (!header.is_object()) continue;
+    Take(StrOf(header, "kind"), header, buf_.substr(body_at, blen), out, &out_bytes);
   }
 }
 

@@ -142,10 +142,12 @@ json ExecOutputSchema() {
             {"properties",
              {{"path", {{"type", "string"}}},
               {"bytes", {{"type", "integer"}}},
-              {"why", {{"type", "string"}, {"enum", {"count", "bytes"}}}}}}}},
+              {"why", {{"type", "string"}, {"enum", {"count", "bytes", "name", "unreadable"}}}}}}}},
           {"description",
            "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
-           "MCP_EXEC_MAX_OUT_BYTES (bytes); at most 100 listed"}}},
+           "MCP_EXEC_MAX_OUT_BYTES (bytes), a name that is not UTF-8 or holds control or bidi "
+           "characters (name; the path shows them as \\xNN or \\uNNNN), no permission to "
+           "read (unreadable); at most 100 listed"}}},
         {"files_omitted_count",
          {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
@@ -516,6 +518,25 @@ std::string MimeTypeForPath(const std::string& path) {
   return "application/octet-stream";
 }
 
+std::string FileUri(const std::string& path) {
+  // RFC 3986: every byte but the unreserved ones and the segments' slashes
+  // percent-encoded, so that the URI's path decodes to the file's name and
+  // to nothing else (a name holding %2e%2e%2f, ?, #, spaces or newlines).
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file:///";
+  for (unsigned char ch : path) {
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/') {
+      uri += static_cast<char>(ch);
+    } else {
+      uri += '%';
+      uri += kHex[ch >> 4];
+      uri += kHex[ch & 0xF];
+    }
+  }
+  return uri;
+}
+
 json ToolResult(const ExecResult& r) {
   json structured = StructuredResult(r);
   json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
@@ -524,7 +545,7 @@ json ToolResult(const ExecResult& r) {
         {{"type", "image"}, {"data", Base64Encode(img.data)}, {"mimeType", img.mime}});
   }
   for (const RunArtifact& f : r.files) {
-    json resource = {{"uri", "file:///" + f.name}, {"mimeType", MimeTypeForPath(f.name)}};
+    json resource = {{"uri", FileUri(f.name)}, {"mimeType", MimeTypeForPath(f.name)}};
     if (IsValidUtf8(f.data)) {
       resource["text"] = f.data;
     } else {

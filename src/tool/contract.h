@@ -44,6 +44,10 @@ bool IsValidSessionName(const std::string& name);
 // The MIME type an out/ file is returned with, from its name.
 std::string MimeTypeForPath(const std::string& path);
 
+// The file:/// URI of an out/ file: every byte of the path but the
+// unreserved ones and the slashes percent-encoded (RFC 3986).
+std::string FileUri(const std::string& path);
+
 const char* ExecToolName();
 // Every value the result's `reason` can take.
 const std::vector<std::string>& ExecReasons();

@@ -17,14 +17,23 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kPng = std::string("\x89PNG\r\n\x1a\n", 8) + "pixels";
+// A PNG's signature and IHDR chunk (what the reader checks), w x h pixels.
+std::string Png(uint32_t w, uint32_t h) {
+  std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16);
+  for (uint32_t v : {w, h}) {
+    for (int shift = 24; shift >= 0; shift -= 8) png += static_cast<char>((v >> shift) & 0xFF);
+  }
+  return png + std::string("\x08\x00\x00\x00\x00", 5) + "crc.pixels";
+}
+const std::string kPng = Png(640, 480);
 
-std::string Record(json header, const std::string& payload) {
-  header["bytes"] = payload.size();
-  std::string head = header.dump();
-  uint32_t n = static_cast<uint32_t>(head.size());
-  std::string out(reinterpret_cast<const char*>(&n), 4);  // little-endian host
-  return out + head + payload;
+// The frame: header and payload lengths (little-endian host), then both.
+std::string Frame(const std::string& head, const std::string& payload) {
+  uint32_t n[2] = {static_cast<uint32_t>(head.size()), static_cast<uint32_t>(payload.size())};
+  return std::string(reinterpret_cast<const char*>(n), 8) + head + payload;
+}
+std::string Record(const json& header, const std::string& payload) {
+  return Frame(header.dump(), payload);
 }
 
 ResultLimits Limits() { return {2, 1024, 2, 100, 10}; }
@@ -62,16 +71,20 @@ TEST(ResultsReaderTest, ImagesFilesAndResultAreKeptInOrder) {
 
 TEST(ResultsReaderTest, WhatTheRunCannotBeTrustedWithIsDropped) {
   RunOutcome o =
-      Parse(Record({{"kind", "image"}, {"mimeType", "image/png"}}, "not a png") +  // not PNG
-            Record({{"kind", "image"}, {"mimeType", "image/svg+xml"}}, kPng) +     // wrong type
-            Record({{"kind", "file"}, {"path", "../etc/passwd"}}, "x") +           // outside out/
-            Record({{"kind", "file"}, {"path", "out/../x"}}, "x") +                // ..
-            Record({{"kind", "file"}, {"path", "/out/x"}}, "x") +                  // absolute
-            Record({{"kind", "file"}, {"path", 5}}, "x") +                         // wrong type
-            Record({{"kind", "mystery"}}, "x") +                                   // unknown
+      Parse(Record({{"kind", "image"}, {"mimeType", "image/png"}}, "not a png") +    // not PNG
+            Record({{"kind", "image"}, {"mimeType", "image/svg+xml"}}, kPng) +       // wrong type
+            Record({{"kind", "image"}, {"mimeType", "image/png"}}, Png(8001, 10)) +  // too wide
+            Record({{"kind", "image"}, {"mimeType", "image/png"}}, Png(10, 0)) +     // empty
+            Record({{"kind", "image"}, {"mimeType", "image/png"}},
+                   "<svg xmlns='http://www.w3.org/2000/svg'/>") +         // an SVG labelled PNG
+            Record({{"kind", "file"}, {"path", "../etc/passwd"}}, "x") +  // outside out/
+            Record({{"kind", "file"}, {"path", "out/../x"}}, "x") +       // ..
+            Record({{"kind", "file"}, {"path", "/out/x"}}, "x") +         // absolute
+            Record({{"kind", "file"}, {"path", 5}}, "x") +                // wrong type
+            Record({{"kind", "mystery"}}, "x") +                          // unknown
             Record({{"kind", "result"}, {"truncated", false}}, "0123456789abcdef"));  // past 10
   EXPECT_TRUE(o.images.empty());
-  EXPECT_EQ(o.images_omitted, 2);
+  EXPECT_EQ(o.images_omitted, 5);
   EXPECT_TRUE(o.files.empty());
   EXPECT_EQ(o.result, "0123456789");
   EXPECT_TRUE(o.result_truncated);
@@ -90,6 +103,42 @@ TEST(ResultsReaderTest, BoundsCountWhatWasLeftOut) {
   ASSERT_EQ(o.files_omitted.size(), 1u);
   EXPECT_EQ(o.files_omitted[0].path, "out/2");
   EXPECT_EQ(o.files_omitted[0].why, "bytes");
+}
+
+// Issue 19, point 6: one header that did not parse (a name that is not
+// UTF-8, say) stopped the parsing of every later record.
+TEST(ResultsReaderTest, ABadRecordCostsOnlyItself) {
+  RunOutcome o =
+      Parse(Frame("{\"kind\": \"file\", \"path\": \"out/b\xff\"}", "x") + Frame("not json", "") +
+            Record({{"kind", "file"}, {"path", "out/\u202etxt.exe"}}, "y") +
+            Record({{"kind", "file"}, {"path", "out/c.txt"}}, "z") +
+            Record({{"kind", "files_omitted"},
+                    {"count", 2},
+                    {"files",
+                     {{{"path", "out/new\nline"}, {"bytes", 3}, {"why", "name"}},
+                      {{"path", "out/locked"}, {"bytes", 0}, {"why", "unreadable"}}}}},
+                   "") +
+            Record({{"kind", "images_omitted"}, {"count", 2}}, ""));
+  ASSERT_EQ(o.files.size(), 1u);
+  EXPECT_EQ(o.files[0].name, "out/c.txt");
+  ASSERT_EQ(o.files_omitted.size(), 3u);
+  EXPECT_EQ(o.files_omitted[0].path, "out/\\u202etxt.exe");
+  EXPECT_EQ(o.files_omitted[0].why, "name");
+  EXPECT_EQ(o.files_omitted[1].path, "out/new\\x0aline");
+  EXPECT_EQ(o.files_omitted[2].why, "unreadable");
+  EXPECT_EQ(o.files_omitted_count, 3);
+  EXPECT_EQ(o.images_omitted, 2);
+}
+
+TEST(Utf8Test, EscapeNameShowsWhatHidesText) {
+  EXPECT_EQ(EscapeName("out/plain é.csv"), "out/plain é.csv");
+  EXPECT_EQ(EscapeName("a\xff"
+                       "b"),
+            "a\\xffb");
+  EXPECT_EQ(EscapeName("a\nb\x7f"), "a\\x0ab\\x7f");
+  EXPECT_EQ(EscapeName("a\u202eb\u2066"), "a\\u202eb\\u2066");
+  EXPECT_EQ(EscapeName("\xc2\x85"), "\\u0085");  // C1 NEL
+  EXPECT_EQ(EscapeName(EscapeName("a\xff\n")), EscapeName("a\xff\n"));
 }
 
 TEST(ResultsReaderTest, GarbageAndFloodsStopParsingWithoutHarm) {
@@ -187,6 +236,8 @@ TEST(ExecResultExtrasTest, ContentItemsFollowTheTextItem) {
   EXPECT_EQ(t["content"][1]["mimeType"], "image/png");
   EXPECT_EQ(Base64Decode(t["content"][1]["data"].get<std::string>()), kPng);
   EXPECT_EQ(t["content"][2]["resource"]["uri"], "file:///out/r.csv");
+  EXPECT_EQ(FileUri("out/%2e%2e%2f x?#\n\xc3\xa9"),
+            "file:///out/%252e%252e%252f%20x%3F%23%0A%C3%A9");
   EXPECT_EQ(t["content"][2]["resource"]["mimeType"], "text/csv");
   EXPECT_EQ(t["content"][2]["resource"]["text"], "a,b\n");
   EXPECT_EQ(t["content"][3]["resource"]["blob"], Base64Encode(std::string("\xff\x00", 2)));
