@@ -194,6 +194,18 @@ void McpSession::StartToolCall(const json& id, const json& params) {
             " (this server has one tool, " + tool + ")"));
     return;
   }
+  // The token comes back in every progress notification, once a second: a
+  // bound, so that a client cannot make the server repeat megabytes.
+  const json meta = params.value("_meta", json::object());
+  if (meta.is_object() && meta.contains("progressToken") && meta["progressToken"].is_string() &&
+      meta["progressToken"].get_ref<const std::string&>().size() > kMaxProgressTokenBytes) {
+    send_(jsonrpc::Error(
+        id, jsonrpc::kInvalidParams,
+        "_meta.progressToken is " +
+            std::to_string(meta["progressToken"].get_ref<const std::string&>().size()) +
+            " bytes long; at most " + std::to_string(kMaxProgressTokenBytes)));
+    return;
+  }
   json args = params.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) {

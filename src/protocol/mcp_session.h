@@ -64,6 +64,10 @@ nlohmann::json Error(const nlohmann::json& id, int code, const std::string& mess
 nlohmann::json Result(const nlohmann::json& id, const nlohmann::json& result);
 }  // namespace jsonrpc
 
+// The longest string progressToken a call may carry (it is repeated in
+// every progress notification): longer ones are refused (-32602).
+constexpr size_t kMaxProgressTokenBytes = 1024;
+
 class McpSession {
  public:
   using Sender = std::function<void(const nlohmann::json&)>;

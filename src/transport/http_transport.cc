@@ -254,8 +254,14 @@ class HttpSession {
     }
     std::lock_guard<std::mutex> lock(w->mu);
     if (!w->stream || w->answered) return false;
+    // Progress is never queued behind progress: while a client has not read
+    // the last one, a newer one is dropped (the next says more anyway).
+    if (IsProgress(m) && !w->stream->Flushed()) return true;
     w->stream->Write(SseEvent(m));
     return true;
+  }
+  static bool IsProgress(const json& m) {
+    return m.is_object() && m.value("method", "") == "notifications/progress";
   }
   void Route(const json& m) {
     const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
@@ -275,10 +281,11 @@ class HttpSession {
         std::string event = SseEvent(m);
         for (auto& s : streams_) {
           if (s->Open()) {
-            s->Write(std::move(event));
+            if (!IsProgress(m) || s->Flushed()) s->Write(std::move(event));
             return;
           }
         }
+        if (IsProgress(m)) return;  // stale by the time a stream opens
         // No stream yet (or any more): kept for the next one, within reason.
         if (events_.size() >= kMaxQueuedEvents) events_.pop_front();
         events_.push_back(std::move(event));

@@ -725,6 +725,27 @@ TEST_F(HttpTest, ABodyThatDoesNotMoveLosesItsConnection) {
   EXPECT_LT(took, 13) << "a stalled body holds its connection for body_timeout (10 s) only";
 }
 
+// Issue 19, point 10: an 8 MiB progressToken on a call whose client did not
+// read grew the server by 320 MiB in 30 s (the token repeated in a progress
+// notification every second, queued on the stream). The token is bounded.
+TEST_F(HttpTest, AHugeProgressTokenIsRefused) {
+  Start();
+  std::string sid = Initialize();
+  json req = {{"jsonrpc", "2.0"},
+              {"id", 9},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "exec"},
+                {"arguments", {{"code", "print(1)"}}},
+                {"_meta", {{"progressToken", std::string(8 << 20, 't')}}}}}};
+  auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  json m = Message(r->body);
+  EXPECT_EQ(m["error"]["code"], -32602) << r->body.substr(0, 300);
+  EXPECT_NE(m["error"]["message"].get<std::string>().find("progressToken"), std::string::npos);
+  EXPECT_EQ(Call(sid, "print(2)")["result"]["structuredContent"]["stdout"], "2\n");
+}
+
 // Connections are bounded per client address and in total; the excess is
 // refused at once and counted, and other clients are served meanwhile.
 TEST_F(HttpTest, ConnectionsArePerClientAndInTotalBounded) {

@@ -160,6 +160,23 @@ TEST_F(SessionTest, UnknownToolIsInvalidParams) {
   EXPECT_EQ(r["error"]["code"], -32602);
 }
 
+// Issue 19, point 10: an 8 MiB progressToken, repeated in a notification
+// every second to a client that did not read, grew the server by 320 MiB in
+// 30 s. The token is bounded.
+TEST_F(SessionTest, AProgressTokenPastItsBoundIsInvalidParams) {
+  Initialize();
+  json ok = Call(7, {{"name", "exec"},
+                     {"arguments", {{"code", "x"}}},
+                     {"_meta", {{"progressToken", std::string(kMaxProgressTokenBytes, 't')}}}});
+  EXPECT_EQ(ok["result"]["structuredContent"]["stdout"], "ran:x") << ok.dump();
+  json big = Call(8, {{"name", "exec"},
+                      {"arguments", {{"code", "x"}}},
+                      {"_meta", {{"progressToken", std::string(8 << 20, 't')}}}});
+  EXPECT_EQ(big["error"]["code"], -32602);
+  EXPECT_EQ(big["error"]["message"], "_meta.progressToken is 8388608 bytes long; at most " +
+                                         std::to_string(kMaxProgressTokenBytes));
+}
+
 TEST_F(SessionTest, ValidationFailureIsAToolErrorNotAJsonRpcError) {
   Initialize();
   json r = Call(6, {{"name", "exec"}, {"arguments", {{"code", "  "}}}});
