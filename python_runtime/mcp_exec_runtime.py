@@ -200,6 +200,7 @@ def warm_up(preload=()):
     # A fatal signal in a run (a segfault in native code) leaves a
     # Python-level traceback on the run's stderr (fd 2 in every runner).
     faulthandler.enable(all_threads=False)
+    _generators[:] = _find_generators()
     # Everything imported so far is immortal for the zygote's children: freeze
     # it so a child's gc never touches (and so copies) those pages.
     gc.collect()
@@ -272,15 +273,65 @@ def _reset_streams():
         2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
 
 
-def _reseed():
-    # A forked child inherits the zygote's generator states: without this,
-    # every run would print the same "random" numbers.
+# Every generator state made in the zygote (by the promised packages, by an
+# operator's MCP_EXEC_PRELOAD modules at import: sympy's, say), found once by
+# _find_generators; each run reseeds all of them.
+_generators = []
+
+
+def _generator_kinds():
     import random
 
-    random.seed()
     numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
+    if numpy is None:
+        return random, None
+    return random, numpy.random
+
+
+def _find_generators():
+    random, nprandom = _generator_kinds()
+    kinds = (random.Random,)
+    # What _reseed seeds anyway (the global generators), and the bit
+    # generators of the ones found (seeded with them), are left out.
+    skip = {id(random._inst)}
+    if nprandom is not None:
+        kinds += (nprandom.RandomState, nprandom.Generator, nprandom.BitGenerator)
+        skip.update((id(nprandom.mtrand._rand), id(nprandom.mtrand._rand._bit_generator)))
+    found = [obj for obj in gc.get_objects()
+             if isinstance(obj, kinds) and not isinstance(obj, random.SystemRandom)
+             and id(obj) not in skip]
+    for obj in found:
+        if nprandom is not None and isinstance(obj, nprandom.RandomState):
+            skip.add(id(obj._bit_generator))
+        elif nprandom is not None and isinstance(obj, nprandom.Generator):
+            skip.add(id(obj.bit_generator))
+    return [obj for obj in found if id(obj) not in skip]
+
+
+def _reseed_one(gen, random, nprandom):
+    if isinstance(gen, random.Random):
+        gen.seed()  # from os.urandom
+    elif isinstance(gen, nprandom.RandomState):
+        gen.seed()  # from the OS's entropy
+    elif isinstance(gen, nprandom.Generator):
+        gen.bit_generator.state = type(gen.bit_generator)().state
+    else:
+        gen.state = type(gen)().state
+
+
+def _reseed():
+    # A forked child inherits the zygote's generator states: without this,
+    # every run would print the same "random" numbers (and a preloaded
+    # module's keys: sympy made the same DH private key in every run).
+    random, nprandom = _generator_kinds()
+    random.seed()
+    if nprandom is not None:
+        nprandom.seed()
+    for gen in _generators:
+        try:
+            _reseed_one(gen, random, nprandom)
+        except Exception:
+            pass
     # multiprocessing's authkey was made once in the zygote: a run that learnt
     # it could speak to another run's managers and listeners. A fresh one each.
     mp_process = sys.modules.get("multiprocessing.process")

@@ -4,6 +4,8 @@
 // the start with an error naming it.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "server_process.h"
@@ -25,6 +27,34 @@ TEST(PreloadTest, ModulesAreImportedBeforeTheRunAndAnnounced) {
       "import sympy\nprint(sympy.factor(sympy.Symbol('x')**2 - 1))");
   EXPECT_EQ(r["stdout"], "True True\n(x - 1)*(x + 1)\n") << r.dump();
   EXPECT_NE(s.Stderr().find("\"preloaded\":[[\"sympy\",\"1."), std::string::npos);
+}
+
+// Issue 19, point 14: sympy's generator, made at import in the zygote, was
+// cloned into every run: three runs printed the same "random" number and
+// the same DH private key. Every generator state made at import is reseeded
+// in each run.
+TEST(PreloadTest, GeneratorsMadeAtImportDifferInEveryRun) {
+  ServerProcess s(Env{{"MCP_EXEC_PRELOAD", "sympy"}});
+  s.Initialize();
+  std::set<std::string> seen;
+  for (int run = 0; run < 3; ++run) {
+    json r = s.Exec(R"(
+from sympy.core.random import rng, randint
+from sympy.crypto.crypto import dh_private_key
+print("rng", rng.random())
+print("randint", randint(0, 10**18))
+print("dh", dh_private_key(digit=10)[2])
+)");
+    ASSERT_EQ(r["exit_code"], 0) << r.dump();
+    std::istringstream lines(r["stdout"].get<std::string>());
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line)) {
+      ++n;
+      EXPECT_TRUE(seen.insert(line).second) << "run " << run + 1 << " printed again: " << line;
+    }
+    EXPECT_EQ(n, 3) << r.dump();
+  }
 }
 
 TEST(PreloadTest, AModuleThatFailsToImportStopsTheStart) {
