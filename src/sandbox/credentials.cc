@@ -66,6 +66,17 @@ bool ApplyInRunner(const RunLimits& l, pid_t zygote_pid, std::string* error) {
   return true;
 }
 
+void DropEverything() {
+  for (int cap = 0; cap < 64; ++cap) {
+    if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1) (void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  }
+  (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  (void)syscall(SYS_capset, &header, data);
+  (void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 bool ApplyNoNewPrivs(std::string* error) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     *error = Err("prctl(PR_SET_NO_NEW_PRIVS, 1)");

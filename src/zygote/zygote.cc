@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "process/proc_tree.h"
 #include "process/wire.h"
 #include "process/zygote_args.h"
+#include "sandbox/credentials.h"
 #include "sandbox/fds.h"
 #include "sandbox/limits.h"
 #include "sandbox/lockdown.h"
@@ -339,6 +341,9 @@ pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error, long
 [[noreturn]] void ReaperMain(pid_t runner, int sock) {
   syscall(SYS_close_range, 0, sock - 1, 0);
   syscall(SYS_close_range, sock + 1, ~0U, 0);
+  // It only waits and reports: in the root posture it would otherwise keep
+  // nearly every capability of the zygote, beside the caller's code.
+  sandbox::credentials::DropEverything();
   int runner_status = 0;
   for (;;) {
     int status = 0;
@@ -808,6 +813,20 @@ std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
 
 }  // namespace
 
+// The zygote's arguments (the supervisor's pid, every limit, the host's
+// cgroup paths) are the server's business, but every process forked from the
+// zygote (a run's init, a runner) shows them in /proc/<pid>/cmdline, which
+// the run can read. Once parsed they are blanked in place (the kernel's
+// argument area: the strings lie end to end): "mcp-exec __zygote" is left.
+void HideArguments(int argc, char** argv) {
+  if (argc < 1) return;
+  char* start = argv[0];
+  char* end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+  static const char kTitle[] = "mcp-exec\0__zygote";  // two strings, NUL-terminated
+  memset(start, 0, static_cast<size_t>(end - start));
+  memcpy(start, kTitle, std::min(sizeof kTitle, static_cast<size_t>(end - start)));
+}
+
 int ZygoteMain(int argc, char** argv) {
   ZygoteArgs args;
   std::string error;
@@ -816,6 +835,7 @@ int ZygoteMain(int argc, char** argv) {
             error.c_str());
     return 2;
   }
+  HideArguments(argc, argv);
   Zygote z;
   z.control = kZygoteControlFd;
   z.want_spares = static_cast<size_t>(args.spares);
