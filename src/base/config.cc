@@ -157,7 +157,8 @@ const std::vector<Option>& Options() {
        "(memory) in a container (--memory 256m gives 64)",
        IntField(&Config::disk_limit_mb, 1, kMiB)},
       {"MCP_EXEC_MAX_PROCESSES", "--max-processes", Default(&Config::max_processes), "processes",
-       "processes and threads of the sandbox uid at once (all runs together)",
+       "processes and threads of the sandbox uid at once (all runs together); unset, never "
+       "more than one per 4 MiB of the memory the process may use (--memory 256m gives 64)",
        IntField(&Config::max_processes, 8, 1000000)},
       {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", Default(&Config::max_open_files), "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
@@ -255,6 +256,10 @@ int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb) {
   // Each session may grow to its memory limit and keeps it between calls:
   // half the memory divided among them.
   return std::clamp<int64_t>(memory_mb / 2 / std::max<int64_t>(memory_limit_mb, 1), 2, 64);
+}
+
+int64_t DefaultMaxProcesses(int64_t memory_mb) {
+  return std::clamp<int64_t>(memory_mb / 4, 16, Config{}.max_processes);
 }
 
 int64_t DefaultMemoryLimitMb(int64_t memory_mb) {
@@ -355,6 +360,7 @@ void NoteSetter(Config& c, const char* name, const std::string& setter) {
   if (n == "MCP_EXEC_MEMORY_LIMIT_MB") c.memory_limit_from = setter;
   if (n == "MCP_EXEC_DISK_LIMIT_MB") c.disk_limit_from = setter;
   if (n == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
+  if (n == "MCP_EXEC_MAX_PROCESSES") c.max_processes_from = setter;
 }
 
 // "default: 3/8 of <where>" when the share of the memory is below the
@@ -377,6 +383,13 @@ void DeriveDefaults(Config& c, const Resources& res) {
   if (c.disk_limit_from.empty()) {
     c.disk_limit_mb = DefaultDiskLimitMb(res.memory_mb);
     c.disk_limit_from = FromShare(c.disk_limit_mb, Config{}.disk_limit_mb, "a quarter", res);
+  }
+  if (c.max_processes_from.empty()) {
+    c.max_processes = DefaultMaxProcesses(res.memory_mb);
+    c.max_processes_from = c.max_processes < Config{}.max_processes
+                               ? "default: one per 4 MiB of " + res.memory_from
+                               : "default: " + std::to_string(Config{}.max_processes) +
+                                     " (one per 4 MiB of " + res.memory_from + " is more)";
   }
   if (c.max_py_sessions_from.empty()) {
     c.max_py_sessions = DefaultMaxPySessions(res.memory_mb, c.memory_limit_mb);

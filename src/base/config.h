@@ -65,7 +65,8 @@ struct Config {
   // came from: the
   // variable or flag that set it, or what its default was derived from (the
   // cgroup's CPU quota and memory limit, the CPU affinity; base/resources.h).
-  std::string max_concurrent_from, memory_limit_from, disk_limit_from, max_py_sessions_from;
+  std::string max_concurrent_from, memory_limit_from, disk_limit_from, max_py_sessions_from,
+      max_processes_from;
 };
 
 // Outcome of parsing: either a Config, or an error line, or a request for
@@ -122,5 +123,12 @@ int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb);
 // (sandbox/limits.cc), never the server.
 int64_t DefaultMemoryLimitMb(int64_t memory_mb);
 int64_t DefaultDiskLimitMb(int64_t memory_mb);
+// MCP_EXEC_MAX_PROCESSES when unset: 256, but never more than one per 4 MiB
+// of the memory the process may use. A process of a run costs about 1.5 MiB
+// of it however little it does (its page tables, kernel stack and the pages
+// it copies): measured in the image under --memory 256m, 119 idle forks took
+// the container from 86 to 267 of its 268 MiB, where the OOM killer could
+// take the forking run itself. 64 under --memory 256m.
+int64_t DefaultMaxProcesses(int64_t memory_mb);
 
 }  // namespace mcpexec

@@ -64,7 +64,8 @@ json LimitsJson(const Config& c) {
            {{"max_concurrent", c.max_concurrent_from},
             {"memory_limit_mb", c.memory_limit_from},
             {"disk_limit_mb", c.disk_limit_from},
-            {"max_py_sessions", c.max_py_sessions_from}}},
+            {"max_py_sessions", c.max_py_sessions_from},
+            {"max_processes", c.max_processes_from}}},
           {"py_session",
            {{"max_live", c.max_py_sessions},
             {"idle_s", c.py_session_idle_s},
@@ -84,7 +85,8 @@ std::string LimitsText(const Config& c) {
   o << "  where these came from: " << c.max_concurrent << " at once: " << c.max_concurrent_from
     << "; memory " << c.memory_limit_mb << " MiB: " << c.memory_limit_from << "; disk "
     << c.disk_limit_mb << " MiB: " << c.disk_limit_from << "; " << c.max_py_sessions
-    << " Python sessions: " << c.max_py_sessions_from << "\n";
+    << " Python sessions: " << c.max_py_sessions_from << "; " << c.max_processes
+    << " processes: " << c.max_processes_from << "\n";
   o << "  Python sessions: at most " << c.max_py_sessions << " live; ended after "
     << c.py_session_idle_s << " s idle or " << c.py_session_max_s
     << " s of life (also its CPU budget); a cell that ignores KeyboardInterrupt for "

@@ -160,6 +160,9 @@ TEST(ResourcesConfig, DefaultsFollowTheContainer) {
   EXPECT_EQ(p.config->memory_limit_mb, 96);  // never more than the container for a run
   EXPECT_EQ(p.config->disk_limit_mb, 64);    // run directories are memory too
   EXPECT_EQ(p.config->max_py_sessions, 2);
+  EXPECT_EQ(p.config->max_processes, 64);  // a fork bomb stays inside the container's memory
+  EXPECT_EQ(p.config->max_processes_from,
+            "default: one per 4 MiB of cgroup v2 memory.max (256 MiB)");
   EXPECT_EQ(p.config->max_concurrent_from, "default: cgroup v2 cpu.max");
   EXPECT_EQ(p.config->memory_limit_from, "default: 3/8 of cgroup v2 memory.max (256 MiB)");
   EXPECT_EQ(p.config->disk_limit_from, "default: a quarter of cgroup v2 memory.max (256 MiB)");
@@ -173,6 +176,7 @@ TEST(ResourcesConfig, DefaultsOnABigMachineKeepTheContract) {
   EXPECT_EQ(p.config->memory_limit_mb, 512);
   EXPECT_EQ(p.config->disk_limit_mb, 256);
   EXPECT_EQ(p.config->max_py_sessions, 23);
+  EXPECT_EQ(p.config->max_processes, 256);
 }
 
 TEST(ResourcesConfig, WhatTheOperatorSetWinsAndIsNamed) {
