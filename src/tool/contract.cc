@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "base/base64.h"
@@ -111,7 +112,8 @@ json ExecOutputSchema() {
          {{"type", "string"},
           {"description",
            "present when stdout lost bytes to the shared budget: its last bytes "
-           "(MCP_EXEC_TAIL_BYTES), where the error or the final answer usually is"}}},
+           "(MCP_EXEC_TAIL_BYTES), where the error or the final answer usually is; also when "
+           "stdout was cut because it would more than double once JSON-escaped (control bytes)"}}},
         {"stderr_tail",
          {{"type", "string"},
           {"description", "present when stderr lost bytes to the shared budget: its last bytes"}}},
@@ -437,10 +439,45 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   return req;
 }
 
+namespace {
+
+// The bytes of a character of s as a JSON string holds it (nlohmann's
+// escaping): two for \" \\ \b \f \n \r \t, six for other control bytes.
+size_t EscapedBytes(unsigned char ch) {
+  if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
+      ch == '\t') {
+    return 2;
+  }
+  return ch < 0x20 ? 6 : 1;
+}
+
+// A stream as the answer carries it: valid UTF-8, and never more than twice
+// its own size once escaped. Control bytes escape six-fold, and the answer
+// holds each stream twice (structuredContent and its JSON in the text item,
+// escaped again): 1 MiB of them made 13 MB of answer. Past the bound the
+// stream is cut (on a character boundary) and *tail gets its last 4 KiB.
+std::string AnswerText(const std::string& raw, std::optional<std::string>* tail) {
+  std::string text = RepairUtf8(raw);
+  const size_t budget = 2 * text.size();
+  size_t escaped = 0, keep = 0;
+  for (; keep < text.size(); ++keep) {
+    escaped += EscapedBytes(static_cast<unsigned char>(text[keep]));
+    if (escaped > budget) break;
+  }
+  if (keep == text.size()) return text;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  *tail = std::string(Utf8Tail(text, 4096));
+  text.resize(keep);
+  return text;
+}
+
+}  // namespace
+
 json StructuredResult(const ExecResult& r) {
+  std::optional<std::string> stdout_cut, stderr_cut;  // their tails, when cut
   json j = {
-      {"stdout", RepairUtf8(r.stdout_data)},
-      {"stderr", RepairUtf8(r.stderr_data)},
+      {"stdout", AnswerText(r.stdout_data, &stdout_cut)},
+      {"stderr", AnswerText(r.stderr_data, &stderr_cut)},
       {"exit_code", r.exit_code},
       {"duration_ms", r.duration_ms},
       {"truncated", r.truncated},
@@ -454,8 +491,13 @@ json StructuredResult(const ExecResult& r) {
     j["session_new"] = r.session_new;
     if (!r.session_ended.empty()) j["session_ended"] = r.session_ended;
   }
+  // A tail is the stream's last bytes (at most MCP_EXEC_TAIL_BYTES): kept
+  // as they are, it is small whatever its escaping.
   if (r.stdout_lost) j["stdout_tail"] = RepairUtf8(r.stdout_tail);
   if (r.stderr_lost) j["stderr_tail"] = RepairUtf8(r.stderr_tail);
+  if (stdout_cut && !r.stdout_lost) j["stdout_tail"] = *stdout_cut;
+  if (stderr_cut && !r.stderr_lost) j["stderr_tail"] = *stderr_cut;
+  if (stdout_cut || stderr_cut) j["truncated"] = true;
   if (r.has_result) {
     j["result"] = RepairUtf8(r.result);
     if (r.result_truncated) j["result_truncated"] = true;
@@ -546,7 +588,11 @@ json ToolResult(const ExecResult& r) {
   }
   for (const RunArtifact& f : r.files) {
     json resource = {{"uri", FileUri(f.name)}, {"mimeType", MimeTypeForPath(f.name)}};
-    if (IsValidUtf8(f.data)) {
+    // Text only where it costs no more than base64 would: a file of control
+    // bytes would escape six-fold.
+    size_t escaped = 0;
+    for (unsigned char ch : f.data) escaped += EscapedBytes(ch);
+    if (escaped <= f.data.size() / 3 * 4 + 4 && IsValidUtf8(f.data)) {
       resource["text"] = f.data;
     } else {
       resource["blob"] = Base64Encode(f.data);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "base/base64.h"
@@ -33,6 +34,16 @@ json OmittedEntry(const json& out, const std::string& path) {
     if (f.value("path", "") == path) return f;
   }
   return nullptr;
+}
+
+// The peak resident size (VmHWM) of a process, in KiB, or -1.
+long PeakRssKiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
 }
 
 // Width and height from a PNG's IHDR chunk.
@@ -207,6 +218,40 @@ os.chmod("out/locked", 0)
   EXPECT_EQ(OmittedEntry(out, "out/secret.txt")["why"], "unreadable");
   ASSERT_TRUE(OmittedEntry(out, "out/locked").is_object()) << out.dump();
   EXPECT_EQ(OmittedEntry(out, "out/locked")["why"], "unreadable");
+}
+
+// Point 9: about 17 MiB of caps made a 75 MB answer line (control bytes
+// escape six-fold in JSON, and the answer holds each stream twice): two such
+// calls took the supervisor from 8 to 375 MiB. Streams are cut where their
+// escaping would more than double them, and files that would blow up go as
+// blobs.
+TEST_F(ResultsChannelTest, ControlBytesCannotBlowUpTheAnswer) {
+  const long peak_before = PeakRssKiB(server_->pid());
+  json r = server_->Call({{"code", R"(
+import os, sys
+os.makedirs("out", exist_ok=True)
+with open("out/ctl.txt", "wb") as f:
+    f.write(b"" * (4 << 20))
+sys.stdout.write("" * (1 << 20))
+sys.stderr.write("" * (1 << 20))
+)"}});
+  const size_t answer = r.dump().size();
+  json out = r["structuredContent"];
+  EXPECT_EQ(out["exit_code"], 0) << out.dump().substr(0, 300);
+  EXPECT_EQ(out["truncated"], true);
+  EXPECT_LT(out["stdout"].get<std::string>().size(), size_t{1} << 20);
+  EXPECT_TRUE(out.contains("stdout_tail"));
+  EXPECT_TRUE(out.contains("stderr_tail"));
+  bool blob = false;
+  for (const json& item : r["content"]) {
+    if (item["type"] == "resource") blob = item["resource"].contains("blob");
+  }
+  EXPECT_TRUE(blob) << "4 MiB of control bytes go as base64 (5.3 MiB), not as 24 MiB of escapes";
+  EXPECT_LT(answer, size_t{16} << 20) << "bytes of answer";
+  const long peak_after = PeakRssKiB(server_->pid());
+  RecordProperty("answer_bytes", std::to_string(answer));
+  RecordProperty("supervisor_peak_rss_growth_kib", std::to_string(peak_after - peak_before));
+  EXPECT_LT(peak_after - peak_before, 96 * 1024) << "KiB of supervisor peak RSS for one answer";
 }
 
 }  // namespace
