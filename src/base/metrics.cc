@@ -20,8 +20,8 @@ void Metrics::RecordRun(const std::string& outcome, double duration_s, double qu
   queue_.Observe(queue_s);
 }
 
-const std::array<const char*, 6> Metrics::kPySessionEndReasons = {
-    "reset", "idle", "lifetime", "connection_closed", "interpreter_ended", "shutdown"};
+const std::array<const char*, 7> Metrics::kPySessionEndReasons = {
+    "reset", "idle", "lifetime", "connection_closed", "interpreter_ended", "shutdown", "evicted"};
 
 void Metrics::RecordPySessionStart() {
   std::lock_guard<std::mutex> lock(mu_);

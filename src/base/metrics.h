@@ -27,7 +27,7 @@ class Metrics {
   // (reason: one of kPySessionEndReasons).
   void RecordPySessionStart();
   void RecordPySessionEnd(const std::string& reason);
-  static const std::array<const char*, 6> kPySessionEndReasons;
+  static const std::array<const char*, 7> kPySessionEndReasons;
 
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;

@@ -56,7 +56,8 @@ std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
   Key key{connection, name};
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions) {
+    if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions &&
+        !MakeRoomLocked(connection)) {
       *error = "session \"" + name + "\" cannot start: this server already holds " +
                std::to_string(entries_.size()) + " live Python sessions, its limit " +
                "(MCP_EXEC_MAX_PY_SESSIONS=" + std::to_string(config_.max_py_sessions) +
@@ -70,6 +71,28 @@ std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
   uint64_t id = next_ticket_++;
   it->second->line.push_back(id);
   return std::make_shared<Ticket>(*this, it->second, id);
+}
+
+// A connection that holds fewer sessions than another may take the least
+// recently used idle session of the one that holds the most: one client
+// cannot keep every other out of the pool for as long as its sessions live.
+bool SessionPool::MakeRoomLocked(uint64_t connection) {
+  std::map<uint64_t, int64_t> held;
+  for (const auto& [key, e] : entries_) ++held[key.first];
+  uint64_t top = connection;
+  for (const auto& [conn, n] : held) {
+    if (n > held[top]) top = conn;
+  }
+  if (top == connection || held[top] <= held[connection] + 1) return false;
+  std::shared_ptr<Entry> victim;
+  for (const auto& [key, e] : entries_) {
+    if (key.first != top || e->running || !e->line.empty()) continue;
+    if (!victim || e->last_used < victim->last_used) victim = e;
+  }
+  if (!victim) return false;
+  EndInterpreterLocked(*victim, "evicted");
+  entries_.erase(victim->key);
+  return true;
 }
 
 void SessionPool::Leave(Ticket& t) {

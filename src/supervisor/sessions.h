@@ -65,6 +65,9 @@ class SessionPool {
   // With mu_ held: drops the entry when nothing is left of it.
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);
+  // With mu_ held, the pool full: ends another connection's idle session
+  // if that one holds more than its share. False: no room.
+  bool MakeRoomLocked(uint64_t connection);
   void SweeperLoop();
   void SweepLocked(Clock::time_point now);
 

@@ -242,6 +242,7 @@ class HttpSession {
   }
   McpSession& mcp() { return mcp_; }
   std::atomic<int> streams{0};
+  std::string client;  // the address that opened it (set once, before it is shared)
 
  private:
   bool ToRequestStream(const json& m, const json& request_id) {
@@ -326,14 +327,55 @@ class HttpSession {
 // destroyed only once nothing but this table holds it.
 class SessionTable {
  public:
-  explicit SessionTable(size_t max) : max_(max) {}
-  std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_.size() >= max_) return {"", nullptr};
-    std::string id = NewSessionId();
-    auto s = std::make_shared<HttpSession>(backend, legacy);
-    map_[id] = s;
-    return {id, s};
+  explicit SessionTable(size_t max) : max_(max), share_(std::max<size_t>(1, max / 4)) {}
+  // Each client (its address) may hold a quarter of the sessions: one
+  // client's flood of initialize (256 in 0.1 s) cannot lock every other out
+  // for the idle timeout. A client at its share that opens another loses its
+  // own least recently used idle session (no call running, no stream open:
+  // clients that never send DELETE); with none idle, *why says so.
+  std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy,
+                                                              const std::string& client,
+                                                              std::string* why) {
+    std::shared_ptr<HttpSession> evicted;
+    std::pair<std::string, std::shared_ptr<HttpSession>> made;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      size_t held = 0;
+      std::map<std::string, std::shared_ptr<HttpSession>>::iterator oldest = map_.end();
+      for (auto it = map_.begin(); it != map_.end(); ++it) {
+        if (it->second->client != client) continue;
+        ++held;
+        if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
+            (oldest == map_.end() || it->second->last_used() < oldest->second->last_used())) {
+          oldest = it;
+        }
+      }
+      if (held >= share_) {
+        if (oldest == map_.end()) {
+          *why = "too many sessions from this client: it holds " + std::to_string(held) +
+                 ", its share of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
+                 " is a quarter, and each has a call or a stream open. End one with DELETE";
+          return {"", nullptr};
+        }
+        evicted = oldest->second;
+        closing_.push_back(evicted);
+        map_.erase(oldest);
+      } else if (map_.size() >= max_) {
+        *why = "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
+        return {"", nullptr};
+      }
+      std::string id = NewSessionId();
+      auto s = std::make_shared<HttpSession>(backend, legacy);
+      s->client = client;
+      map_[id] = s;
+      made = {id, s};
+    }
+    if (evicted) {
+      evicted->Close();
+      log::Info("session_evicted",
+                {{"why", "its client opened another at its share"}, {"share", share_}});
+    }
+    return made;
   }
   std::shared_ptr<HttpSession> Find(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -418,7 +460,7 @@ class SessionTable {
   }
 
  private:
-  const size_t max_;
+  const size_t max_, share_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<HttpSession>> map_;
   std::vector<std::shared_ptr<HttpSession>> closing_;
@@ -725,8 +767,9 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
                                                             std::shared_ptr<HttpSession>* session,
                                                             http::Headers* session_header) {
   if (msg.contains("id") && msg.value("method", json()) == "initialize") {
-    auto created = sessions_.Create(tools_, false);
-    if (!created.second) return PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)");
+    std::string why;
+    auto created = sessions_.Create(tools_, false, req.client, &why);
+    if (!created.second) return PlainError(503, why);
     *session = created.second;
     session_header->emplace_back("Mcp-Session-Id", created.first);
     log::Info("session_open", {{"transport", "http"}, {"sessions", sessions_.size()}});
@@ -832,10 +875,11 @@ void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
   if (!ReserveStream()) {
     return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
   }
-  auto created = sessions_.Create(tools_, true);
+  std::string why;
+  auto created = sessions_.Create(tools_, true, req.client, &why);
   if (!created.second) {
     streams_--;
-    return ex.Reply(PlainError(503, "too many sessions (MCP_EXEC_MAX_SESSIONS)"));
+    return ex.Reply(PlainError(503, why));
   }
   const std::string id = created.first;
   auto session = created.second;

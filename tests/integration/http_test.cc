@@ -746,6 +746,79 @@ TEST_F(HttpTest, AHugeProgressTokenIsRefused) {
   EXPECT_EQ(Call(sid, "print(2)")["result"]["structuredContent"]["stdout"], "2\n");
 }
 
+// Issue 19, point 17: one client could fill MCP_EXEC_MAX_SESSIONS (256
+// initialize POSTs in 0.1 s locked every other client out for the idle
+// timeout). Each client address may hold a quarter; past it, its own least
+// recently used idle session goes.
+TEST_F(HttpTest, OneClientCannotTakeEverySession) {
+  Start({{"MCP_EXEC_MAX_SESSIONS", "8"}});
+  auto initialize_from = [&](const char* source) {
+    int fd = ConnectRaw(source);
+    EXPECT_GE(fd, 0);
+    const std::string body = kInit;
+    SendAll(fd,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+            "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string a = ReadFor(fd, 5000);
+    close(fd);
+    return a;
+  };
+  auto session_id = [](const std::string& answer) {
+    size_t at = answer.find("Mcp-Session-Id: ");
+    if (at == std::string::npos) at = answer.find("mcp-session-id: ");
+    if (at == std::string::npos) return std::string();
+    at += 16;
+    return answer.substr(at, answer.find("\r\n", at) - at);
+  };
+  std::vector<std::string> flood;
+  for (int i = 0; i < 16; ++i) {
+    std::string a = initialize_from("127.0.0.2");
+    EXPECT_EQ(StatusOf(a), 200) << "initialize " << i << " from the flooding client: " << a;
+    flood.push_back(session_id(a));
+  }
+  // Another client is still served.
+  std::string sid = Initialize();
+  ASSERT_FALSE(sid.empty());
+  EXPECT_EQ(Call(sid, "print('mine')")["result"]["structuredContent"]["stdout"], "mine\n");
+  // The flooder kept only its share (two of eight), the newest.
+  auto status_of = [&](const std::string& id) {
+    auto r = Client().Post("/mcp", With(Session(id)), R"({"jsonrpc":"2.0","id":3,"method":"ping"})",
+                           "application/json");
+    return r ? r->status : 0;
+  };
+  EXPECT_EQ(status_of(flood.front()), 404) << "the oldest idle session of the flooder went";
+  EXPECT_EQ(status_of(flood.back()), 200);
+}
+
+// Issue 19, point 17, the Python sessions: one client that opened every
+// live interpreter kept every other client out for as long as they lived. A
+// client with fewer takes the least recently used idle one of the client
+// that holds the most.
+TEST_F(HttpTest, OneClientCannotTakeEveryPythonSession) {
+  Start({{"MCP_EXEC_MAX_PY_SESSIONS", "2"}});
+  auto call = [&](const std::string& sid, const std::string& session, const std::string& code) {
+    json req = {
+        {"jsonrpc", "2.0"},
+        {"id", 5},
+        {"method", "tools/call"},
+        {"params", {{"name", "exec"}, {"arguments", {{"code", code}, {"session", session}}}}}};
+    auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+    return r && r->status == 200 ? Message(r->body)["result"] : json();
+  };
+  std::string hog = Initialize();
+  EXPECT_EQ(call(hog, "a", "x = 1")["isError"], false);
+  EXPECT_EQ(call(hog, "b", "y = 2")["isError"], false);
+  std::string other = Initialize();
+  json mine = call(other, "c", "print('mine')");
+  EXPECT_EQ(mine["isError"], false) << mine.dump();
+  EXPECT_EQ(mine["structuredContent"]["stdout"], "mine\n") << mine.dump();
+  // The hog kept its newer session; its older one starts anew.
+  EXPECT_EQ(call(hog, "b", "print(y)")["structuredContent"]["stdout"], "2\n");
+  EXPECT_GE(Metric("mcp_exec_py_session_ends_total{reason=\"evicted\"}"), 1);
+}
+
 // Connections are bounded per client address and in total; the excess is
 // refused at once and counted, and other clients are served meanwhile.
 TEST_F(HttpTest, ConnectionsArePerClientAndInTotalBounded) {
