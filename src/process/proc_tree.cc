@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -101,6 +103,41 @@ std::vector<pid_t> Descendants(pid_t root) {
   std::vector<pid_t> out;
   for (const Edge& e : Subtree(ChildrenMap(), root)) out.push_back(e.child);
   return out;
+}
+
+namespace {
+
+// utime + stime + cutime + cstime of pid (its own CPU and that of the
+// children it reaped), in clock ticks, or -1.
+int64_t CpuTicksOf(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  char buf[1024];
+  ssize_t n = read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* rp = strrchr(buf, ')');
+  if (!rp) return -1;
+  unsigned long long utime = 0, stime = 0;
+  long long cutime = 0, cstime = 0;
+  // Fields 3 to 17: state ppid pgrp session tty_nr tpgid flags minflt
+  // cminflt majflt cmajflt utime stime cutime cstime.
+  if (sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &utime,
+             &stime, &cutime, &cstime) != 4) {
+    return -1;
+  }
+  return static_cast<int64_t>(utime + stime) + cutime + cstime;
+}
+
+}  // namespace
+
+int64_t TreeCpuTicks(pid_t root) {
+  int64_t total = CpuTicksOf(root);
+  if (total < 0) return -1;
+  for (pid_t p : Descendants(root)) total += std::max<int64_t>(CpuTicksOf(p), 0);
+  return total;
 }
 
 void KillTree(pid_t root, bool include_root) {

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -86,6 +87,39 @@ TEST_F(SessionEndTest, ResetEndsTheOldInterpreter) {
   EXPECT_EQ(r["structuredContent"]["session_new"], true);
   EXPECT_TRUE(Gone(marker));
   EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 1; }, 5000)) << "only the new one's";
+}
+
+// Issue 19, point 1: a cell raised its own RLIMIT_CPU soft limit to the
+// hard one (the session's whole budget) and left threads spinning: 29.9 s
+// of CPU after a 2-second cell, where the bound is what it had used plus the
+// cell's timeout and 5 s. The zygote, out of the code's reach, holds it.
+TEST_F(SessionEndTest, ThreadsLeftSpinningCannotRaiseTheirCpuBound) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  json r = s.Exec(R"(
+import resource, threading
+soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+def spin():
+    while True:
+        pass
+for _ in range(2):
+    threading.Thread(target=spin, daemon=True).start()
+print("spinning, hard limit", hard)
+)",
+                  {{"session", "spin"}, {"timeout_s", 2}});
+  ASSERT_EQ(r["exit_code"], 0) << r.dump();
+  // At most 7 s of CPU (2 + 5, and what the cell used), on two threads; the
+  // zygote looks once a second.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitUntil(
+      [&] { return s.Stderr().find("\"reason\":\"interpreter_ended\"") != std::string::npos; },
+      30000))
+      << "the session's threads still spin";
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RecordProperty("ended_after_s", std::to_string(took));
+  json next = s.Exec("print('again')", {{"session", "spin"}});
+  EXPECT_EQ(next["session_new"], true) << next.dump();
 }
 
 TEST_F(SessionEndTest, IdleExpiryEndsIt) {
