@@ -208,7 +208,9 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                                       : std::to_string(c.py_session_idle_s) + " s")
     << ", a crash, a timeout the code ignores, a restart): the result "
        "then says session_new true, so rebuild it; a timeout or cancel in a session raises "
-       "KeyboardInterrupt and keeps the state.";
+       "KeyboardInterrupt and keeps the state. A session is one principal's state: code run in "
+       "it can change what its later calls do and return, so call with reset after running "
+       "code or data you do not trust.";
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;
   o << " A non-zero exit, an exception or a timeout is a normal result, not an error.";
   return o.str();
