@@ -122,6 +122,37 @@ print("spinning, hard limit", hard)
   EXPECT_EQ(next["session_new"], true) << next.dump();
 }
 
+// Issue 19, point 3: a cell can take over the later calls of its own
+// session (here by replacing the runtime's execute function; taking the
+// cell socket does the same), which SECURITY.md called a mere stall. The
+// interpreter that runs the code must receive its calls, so this cannot be
+// taken from it: the trust model is stated instead (a session is one
+// principal's state; reset after untrusted input), and it reaches no other
+// session and no one-shot run.
+TEST_F(SessionEndTest, ACellRulesItsOwnSessionOnlyAndTheDescriptionSaysSo) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  json taken = s.Exec(R"(
+import mcp_exec_runtime as rt
+def forged(code, main, filename="main.py"):
+    print("forged")
+rt._execute = forged
+)",
+                      {{"session", "taken"}});
+  ASSERT_EQ(taken["exit_code"], 0) << taken.dump();
+  EXPECT_EQ(s.Exec("print('real')", {{"session", "taken"}})["stdout"], "forged\n");
+  EXPECT_EQ(s.Exec("print('real')", {{"session", "other"}})["stdout"], "real\n");
+  EXPECT_EQ(s.Exec("print('real')")["stdout"], "real\n");
+  json reset = s.Exec("print('real')", {{"session", "taken"}, {"reset", true}});
+  EXPECT_EQ(reset["stdout"], "real\n") << reset.dump();
+  json tools = s.Request("tools/list", json::object());
+  std::string d = tools["result"]["tools"][0]["description"];
+  EXPECT_NE(d.find("A session is one principal's state"), std::string::npos) << d;
+  EXPECT_NE(d.find("call with reset after running code or data you do not trust"),
+            std::string::npos)
+      << d;
+}
+
 TEST_F(SessionEndTest, IdleExpiryEndsIt) {
   ServerProcess s(EnvWith({{"MCP_EXEC_PY_SESSION_IDLE_S", "1"}}));
   s.Initialize();
