@@ -133,11 +133,19 @@ int64_t CpuTicksOf(pid_t pid) {
 
 }  // namespace
 
-int64_t TreeCpuTicks(pid_t root) {
-  int64_t total = CpuTicksOf(root);
-  if (total < 0) return -1;
-  for (pid_t p : Descendants(root)) total += std::max<int64_t>(CpuTicksOf(p), 0);
-  return total;
+std::vector<int64_t> TreeCpuTicks(const std::vector<pid_t>& roots) {
+  const auto children = ChildrenMap();  // one pass over /proc for all of them
+  std::vector<int64_t> out;
+  for (pid_t root : roots) {
+    int64_t total = CpuTicksOf(root);
+    if (total >= 0) {
+      for (const Edge& e : Subtree(children, root)) {
+        total += std::max<int64_t>(CpuTicksOf(e.child), 0);
+      }
+    }
+    out.push_back(total);
+  }
+  return out;
 }
 
 void KillTree(pid_t root, bool include_root) {

@@ -17,10 +17,10 @@ namespace mcpexec {
 std::vector<pid_t> Descendants(pid_t root);
 // The live direct children of parent.
 std::vector<pid_t> Children(pid_t parent);
-// The CPU time (user and system, in clock ticks) root and its live
-// descendants used, and the children each of them reaped; -1 when root is
-// gone.
-int64_t TreeCpuTicks(pid_t root);
+// For each root: the CPU time (user and system, in clock ticks) it and its
+// live descendants used, and the children each of them reaped; -1 when the
+// root is gone. One pass over /proc serves them all.
+std::vector<int64_t> TreeCpuTicks(const std::vector<pid_t>& roots);
 
 // SIGKILLs root's descendants, in rounds until none is left alive (a fork
 // racing with the kill is caught in the next round), then root itself if

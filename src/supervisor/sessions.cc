@@ -77,7 +77,7 @@ std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
 // recently used idle session of the one that holds the most: one client
 // cannot keep every other out of the pool for as long as its sessions live.
 bool SessionPool::MakeRoomLocked(uint64_t connection) {
-  std::map<uint64_t, int64_t> held;
+  std::map<uint64_t, int64_t> held{{connection, 0}};
   for (const auto& [key, e] : entries_) ++held[key.first];
   uint64_t top = connection;
   for (const auto& [conn, n] : held) {

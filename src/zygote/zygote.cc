@@ -479,7 +479,8 @@ bool MakeCellSocket(UniqueFd* zygote_end, UniqueFd* runner_end) {
 // timeout and the slack.
 int64_t CpuBoundTicks(pid_t pid, int64_t timeout_s) {
   static const int64_t hz = sysconf(_SC_CLK_TCK);
-  return std::max<int64_t>(TreeCpuTicks(pid), 0) + (timeout_s + sandbox::limits::kCpuSlackS) * hz;
+  return std::max<int64_t>(TreeCpuTicks({pid})[0], 0) +
+         (timeout_s + sandbox::limits::kCpuSlackS) * hz;
 }
 
 // The fds are the supervisor's run ends; ours are closed when this returns
@@ -697,11 +698,18 @@ void OnControlMessage(Zygote& z) {
 constexpr auto kWatchEvery = std::chrono::seconds(1);
 
 void WatchSessions(Zygote& z) {
+  std::vector<pid_t> pids;
+  std::vector<const Zygote::Run*> runs;
+  for (const auto& [pid, run] : z.runners) {
+    if (run.cpu_bound_ticks <= 0) continue;
+    pids.push_back(pid);
+    runs.push_back(&run);
+  }
+  if (pids.empty()) return;
+  const std::vector<int64_t> used = TreeCpuTicks(pids);
   std::vector<uint64_t> over;
-  for (auto& [pid, run] : z.runners) {
-    if (run.cpu_bound_ticks > 0 && TreeCpuTicks(pid) > run.cpu_bound_ticks) {
-      over.push_back(run.run_id);
-    }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (used[i] > runs[i]->cpu_bound_ticks) over.push_back(runs[i]->run_id);
   }
   for (uint64_t id : over) KillRun(z, id);
 }
