@@ -415,13 +415,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (auto refusal = server_.handler.Screen(req, &extra_)) return Fail(std::move(*refusal));
 
     const std::string te = req.Header("Transfer-Encoding");
-    // Only a request routed to a handler that reads a body may send one:
-    // probes, preflights, GETs and DELETEs never make the server read (or
-    // hold) a byte of a body.
+    // Only a request routed to a handler that reads a body has its body
+    // read: a probe, a preflight, a GET or a wrong method is answered as if
+    // it had none, and the connection closes after the answer (what of the
+    // body still comes is drained, bounded, and dropped, never held).
     const auto announced = parser_->content_length();
     if ((req.HasHeader("Transfer-Encoding") || (announced && *announced > 0)) &&
         !server_.handler.TakesBody(req)) {
-      return Fail(413, req.method + " " + req.path + " takes no request body");
+      keep_alive_ = false;
+      return Dispatch();
     }
     if (req.HasHeader("Transfer-Encoding") && !IEquals(Trim(te), "chunked")) {
       return Fail(501, "Transfer-Encoding other than chunked is not supported");

@@ -2,9 +2,9 @@
 // clients: a few I/O threads multiplex every connection (an idle or slow
 // client costs a socket and a buffer, never a thread), and every limit is
 // enforced while reading: header size and field count (431), body size,
-// chunked bodies included (413), a body where none is taken (413), a
-// whole-header deadline however slowly the bytes trickle in and a body that
-// must keep a minimum rate (408), and connections in total (503)
+// chunked bodies included (413), a whole-header deadline however slowly the
+// bytes trickle in and a body that must keep a minimum rate (408), and
+// connections in total (503)
 // and per client address (429). Request bodies are never decoded: a
 // Content-Encoding other than identity is refused (415).
 //
@@ -118,8 +118,8 @@ class Handler {
   // block.
   virtual std::optional<Response> Screen(const Request& request, Headers* extra) = 0;
   // True if the request, once screened, is routed to something that reads a
-  // body. A request that announces a body otherwise is refused (413) before
-  // a byte of it is read.
+  // body. A request that announces a body otherwise is handled without it
+  // (never a byte of it read) and its connection closed after the answer.
   virtual bool TakesBody(const Request& request) = 0;
   // True if Handle may run on the I/O thread itself (quick answers that must
   // not wait behind the workers: health probes); otherwise it runs on a
