@@ -327,12 +327,14 @@ class HttpSession {
 // destroyed only once nothing but this table holds it.
 class SessionTable {
  public:
-  explicit SessionTable(size_t max) : max_(max), share_(std::max<size_t>(1, max / 4)) {}
-  // Each client (its address) may hold a quarter of the sessions: one
-  // client's flood of initialize (256 in 0.1 s) cannot lock every other out
-  // for the idle timeout. A client at its share that opens another loses its
-  // own least recently used idle session (no call running, no stream open:
-  // clients that never send DELETE); with none idle, *why says so.
+  explicit SessionTable(size_t max) : max_(max), share_(std::max<size_t>(1, max / 2)) {}
+  // One client (its address) cannot lock every other out of the sessions
+  // (256 initialize in 0.1 s did, for the idle timeout): a client at its
+  // share, half of them, that opens another loses its own least recently
+  // used idle session (no call running, no stream open: clients that never
+  // send DELETE); with the table full, a client holding fewer than another
+  // takes that one's least recently used idle session. Otherwise *why says
+  // why not.
   std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy,
                                                               const std::string& client,
                                                               std::string* why) {
@@ -340,29 +342,39 @@ class SessionTable {
     std::pair<std::string, std::shared_ptr<HttpSession>> made;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      size_t held = 0;
-      std::map<std::string, std::shared_ptr<HttpSession>>::iterator oldest = map_.end();
-      for (auto it = map_.begin(); it != map_.end(); ++it) {
-        if (it->second->client != client) continue;
-        ++held;
-        if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
-            (oldest == map_.end() || it->second->last_used() < oldest->second->last_used())) {
-          oldest = it;
+      std::map<std::string, size_t> held{{client, 0}};
+      for (const auto& [id, s] : map_) ++held[s->client];
+      std::string from;  // whose idle session goes, if one must
+      if (held[client] >= share_) {
+        from = client;
+      } else if (map_.size() >= max_) {
+        for (const auto& [c, n] : held) {
+          if (n > held[client] + 1 && (from.empty() || n > held[from])) from = c;
         }
       }
-      if (held >= share_) {
-        if (oldest == map_.end()) {
-          *why = "too many sessions from this client: it holds " + std::to_string(held) +
-                 ", its share of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
-                 " is a quarter, and each has a call or a stream open. End one with DELETE";
+      if (held[client] >= share_ || map_.size() >= max_) {
+        auto victim = map_.end();
+        for (auto it = map_.begin(); !from.empty() && it != map_.end(); ++it) {
+          if (it->second->client != from || it->second->streams != 0 ||
+              it->second->mcp().in_flight() != 0) {
+            continue;
+          }
+          if (victim == map_.end() || it->second->last_used() < victim->second->last_used()) {
+            victim = it;
+          }
+        }
+        if (victim == map_.end()) {
+          *why = held[client] >= share_
+                     ? "too many sessions from this client: it holds " +
+                           std::to_string(held[client]) +
+                           ", half of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
+                           ", and each has a call or a stream open. End one with DELETE"
+                     : "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
           return {"", nullptr};
         }
-        evicted = oldest->second;
+        evicted = victim->second;
         closing_.push_back(evicted);
-        map_.erase(oldest);
-      } else if (map_.size() >= max_) {
-        *why = "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
-        return {"", nullptr};
+        map_.erase(victim);
       }
       std::string id = NewSessionId();
       auto s = std::make_shared<HttpSession>(backend, legacy);
@@ -373,7 +385,7 @@ class SessionTable {
     if (evicted) {
       evicted->Close();
       log::Info("session_evicted",
-                {{"why", "its client opened another at its share"}, {"share", share_}});
+                {{"why", "idle, and its client held more than another"}, {"share", share_}});
     }
     return made;
   }

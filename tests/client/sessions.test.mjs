@@ -223,7 +223,7 @@ async function metrics(origin) {
     return Number(m[1]);
   };
   const ends = {};
-  for (const reason of ['reset', 'idle', 'lifetime', 'connection_closed', 'interpreter_ended', 'shutdown']) {
+  for (const reason of ['reset', 'idle', 'lifetime', 'connection_closed', 'interpreter_ended', 'shutdown', 'evicted']) {
     ends[reason] = value(new RegExp(`^mcp_exec_py_session_ends_total\\{reason="${reason}"\\} (\\d+)$`, 'm'));
   }
   return {
@@ -746,14 +746,26 @@ describe('MCP_EXEC_MAX_PY_SESSIONS=2 (streamable HTTP)', () => {
     assert.ok(text.includes(JSON.stringify(name)), `names the session: ${text}`);
   };
 
-  test('a third name is refused at once; existing names, one-shot calls and reset still work', { timeout: TEST_TIMEOUT_MS }, async () => {
+  // The bound is the server's, shared fairly (issue 19, point 17): a
+  // connection that holds fewer places than another takes the least
+  // recently used idle place of the one holding the most; a connection
+  // never evicts its own.
+  test('a third name is refused on the same connection; another connection takes the oldest idle place of the one holding more', { timeout: TEST_TIMEOUT_MS }, async () => {
     cell(await quick(c1, { session: 'a', code: 'x = "a"' }), 'a', true);
     cell(await quick(c1, { session: 'b', code: 'x = "b"' }), 'b', true);
     assert.equal((await metrics(server.origin)).live, 2);
     refused(toolError(await quick(c1, { session: 'c', code: 'print("ran")' })), 'c');
-    // The bound is the server's: another connection is refused too.
-    refused(toolError(await quick(c2, { session: 'z', code: 'print("ran")' })), 'z');
-    assert.equal(cell(await quick(c1, { session: 'a', code: 'x' }), 'a', false).result, "'a'");
+    const evictedBefore = (await metrics(server.origin)).ends.evicted;
+    const z = cell(await quick(c2, { session: 'z', code: 'print("ran")' }), 'z', true);
+    assert.equal(z.stdout, 'ran\n');
+    assert.equal(
+      (await metrics(server.origin)).ends.evicted,
+      evictedBefore + 1,
+      'c1\'s oldest idle session was evicted',
+    );
+    assert.equal(cell(await quick(c1, { session: 'b', code: 'x' }), 'b', false).result, "'b'", 'the newer one is kept');
+    // One each now: neither takes the other's place.
+    refused(toolError(await quick(c1, { session: 'a', code: 'print("ran")' })), 'a');
     assert.equal(ok(await quick(c2, { code: '1 + 1' })).out.result, '2', 'a one-shot call still runs');
     // A reset starts the interpreter afresh but frees no place.
     assert.equal(cell(await quick(c1, { session: 'b', reset: true, code: '"x" in globals()' }), 'b', true).result, 'False');
@@ -764,11 +776,11 @@ describe('MCP_EXEC_MAX_PY_SESSIONS=2 (streamable HTTP)', () => {
   test('when a connection ends, its places are free for new names', { timeout: TEST_TIMEOUT_MS }, async () => {
     await c1.end();
     await waitFor(
-      async () => !(await quick(c2, { session: 'z', code: 'x = "z"' })).isError,
+      async () => (await metrics(server.origin)).live === 1,
       GONE_WITHIN_MS,
-      'a new name starts once the first connection ended',
+      'the first connection\'s session ends with it',
     );
-    assert.equal(cell(await quick(c2, { session: 'z', code: 'x' }), 'z', false).result, "'z'");
+    assert.equal(cell(await quick(c2, { session: 'z', code: 'x = "z"; x' }), 'z', false).result, "'z'");
     cell(await quick(c2, { session: 'y', code: '1' }), 'y', true);
     refused(toolError(await quick(c2, { session: 'w', code: 'print("ran")' })), 'w');
   });
@@ -848,7 +860,7 @@ describe('/metrics (streamable HTTP)', () => {
     assert.deepEqual(m0, {
       live: 0,
       starts: 0,
-      ends: { reset: 0, idle: 0, lifetime: 0, connection_closed: 0, interpreter_ended: 0, shutdown: 0 },
+      ends: { reset: 0, idle: 0, lifetime: 0, connection_closed: 0, interpreter_ended: 0, shutdown: 0, evicted: 0 },
     });
     const ctx = await server.connect();
     await ctx.client.listTools();
@@ -889,7 +901,7 @@ describe('/metrics (streamable HTTP)', () => {
     assert.deepEqual(m, {
       live: 0,
       starts: 3,
-      ends: { reset: 1, idle: 0, lifetime: 0, connection_closed: 1, interpreter_ended: 1, shutdown: 0 },
+      ends: { reset: 1, idle: 0, lifetime: 0, connection_closed: 1, interpreter_ended: 1, shutdown: 0, evicted: 0 },
     });
   });
 });

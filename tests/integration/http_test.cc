@@ -749,7 +749,7 @@ TEST_F(HttpTest, AHugeProgressTokenIsRefused) {
 
 // Issue 19, point 17: one client could fill MCP_EXEC_MAX_SESSIONS (256
 // initialize POSTs in 0.1 s locked every other client out for the idle
-// timeout). Each client address may hold a quarter; past it, its own least
+// timeout). Each client address may hold half; past it, its own least
 // recently used idle session goes.
 TEST_F(HttpTest, OneClientCannotTakeEverySession) {
   Start({{"MCP_EXEC_MAX_SESSIONS", "8"}});
@@ -783,7 +783,7 @@ TEST_F(HttpTest, OneClientCannotTakeEverySession) {
   std::string sid = Initialize();
   ASSERT_FALSE(sid.empty());
   EXPECT_EQ(Call(sid, "print('mine')")["result"]["structuredContent"]["stdout"], "mine\n");
-  // The flooder kept only its share (two of eight), the newest.
+  // The flooder kept only its share (four of eight), the newest.
   auto status_of = [&](const std::string& id) {
     auto r = Client().Post("/mcp", With(Session(id)), R"({"jsonrpc":"2.0","id":3,"method":"ping"})",
                            "application/json");
