@@ -72,6 +72,25 @@ json ExecInputSchema() {
   };
 }
 
+namespace {
+
+json FilesOmittedSchema() {
+  return {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"path", {{"type", "string"}}},
+              {"bytes", {{"type", "integer"}}},
+              {"why", {{"type", "string"}, {"enum", {"count", "bytes", "name", "unreadable"}}}}}}}},
+          {"description",
+           "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
+           "MCP_EXEC_MAX_OUT_BYTES (bytes), a name that is not UTF-8 or holds control or bidi "
+           "characters (name; the path shows them as \\xNN or \\uNNNN), no permission to "
+           "read (unreadable); at most 100 listed"}};
+}
+
+}  // namespace
+
 json ExecOutputSchema() {
   return {
       {"type", "object"},
@@ -131,25 +150,15 @@ json ExecOutputSchema() {
            "open at the end), in the order shown"}}},
         {"images_omitted",
          {{"type", "integer"},
-          {"description", "images left out: past MCP_EXEC_MAX_IMAGES, or too big even scaled"}}},
+          {"description",
+           "images left out: past MCP_EXEC_MAX_IMAGES, too big even scaled, not a PNG of 1 to "
+           "8000 px a side, or a figure that could not be drawn"}}},
         {"files",
          {{"type", "array"},
           {"items", {{"type", "string"}}},
           {"description",
            "paths of the out/ files returned as embedded resources (uri file:///out/...)"}}},
-        {"files_omitted",
-         {{"type", "array"},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"path", {{"type", "string"}}},
-              {"bytes", {{"type", "integer"}}},
-              {"why", {{"type", "string"}, {"enum", {"count", "bytes", "name", "unreadable"}}}}}}}},
-          {"description",
-           "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
-           "MCP_EXEC_MAX_OUT_BYTES (bytes), a name that is not UTF-8 or holds control or bidi "
-           "characters (name; the path shows them as \\xNN or \\uNNNN), no permission to "
-           "read (unreadable); at most 100 listed"}}},
+        {"files_omitted", FilesOmittedSchema()},
         {"files_omitted_count",
          {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
