@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/base64.h"
 #include "base/utf8.h"
 #include "tool/contract.h"
 
@@ -81,7 +82,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r.files.push_back({"out/data.bin", "", std::string(in)});
   const json result = mcpexec::ToolResult(r);
   (void)result.dump();  // strict: throws on any invalid UTF-8 left
+  // The file comes back whole: as text when that is valid UTF-8 and costs no
+  // more than base64 once escaped, else as a blob; either way its bytes.
   const json& resource = result["content"][1]["resource"];
-  if (resource.contains("text") != mcpexec::IsValidUtf8(in)) Fail("a file's text is not its bytes");
+  if (resource.contains("text")) {
+    if (!mcpexec::IsValidUtf8(in) || resource["text"].get<std::string>() != in) {
+      Fail("a file's text is not its bytes");
+    }
+  } else if (mcpexec::Base64Decode(resource["blob"].get<std::string>()) != std::string(in)) {
+    Fail("a file's blob is not its bytes");
+  }
   return 0;
 }
