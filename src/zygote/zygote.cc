@@ -526,11 +526,12 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   }
   const bool session = static_cast<bool>(cells);
   z.runners[pid] = {h.run_id, std::move(sock), cgroup, false, std::move(cells)};
-  if (session) z.runners[pid].cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
   // The run's cgroup, by name: the supervisor reads a session's memory
   // events there between its cells.
   wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
   wire::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
+  // After the answer: reading the run's CPU scans /proc, off the call's path.
+  if (session) z.runners[pid].cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
 }
 
 void KillRun(Zygote& z, uint64_t run_id) {
@@ -556,13 +557,15 @@ void ForwardCell(Zygote& z, const wire::Header& h, const std::string& payload,
   if (!ParseRun(payload, fds, &params)) return;
   for (auto& [pid, run] : z.runners) {
     if (run.run_id != h.run_id || !run.cells) continue;
-    run.cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
     std::vector<int> raw;
     for (const UniqueFd& fd : fds) raw.push_back(fd.get());
     if (!wire::Send(run.cells.get(), h, payload.data(), payload.size(), raw.data(),
                     static_cast<int>(raw.size()))) {
       kill(pid, SIGKILL);  // an interpreter that cannot take its cell is ended
     }
+    // After the send: reading the run's CPU scans /proc, off the cell's path
+    // (what the cell used meanwhile, microseconds, joins the base).
+    run.cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
     return;
   }
 }
