@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <optional>
 
+#include "base/fair_share.h"
 #include "base/log.h"
 
 namespace mcpexec {
@@ -77,16 +80,15 @@ std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
 // recently used idle session of the one that holds the most: one client
 // cannot keep every other out of the pool for as long as its sessions live.
 bool SessionPool::MakeRoomLocked(uint64_t connection) {
-  std::map<uint64_t, int64_t> held{{connection, 0}};
+  std::map<uint64_t, size_t> held{{connection, 0}};
   for (const auto& [key, e] : entries_) ++held[key.first];
-  uint64_t top = connection;
-  for (const auto& [conn, n] : held) {
-    if (n > held[top]) top = conn;
-  }
-  if (top == connection || held[top] <= held[connection] + 1) return false;
+  // No share of its own: a connection never evicts its own sessions.
+  const std::optional<uint64_t> from =
+      WhoGivesWay(held, connection, std::numeric_limits<size_t>::max(), true);
+  if (!from) return false;
   std::shared_ptr<Entry> victim;
   for (const auto& [key, e] : entries_) {
-    if (key.first != top || e->running || !e->line.empty()) continue;
+    if (key.first != *from || e->running || !e->line.empty()) continue;
     if (!victim || e->last_used < victim->last_used) victim = e;
   }
   if (!victim) return false;

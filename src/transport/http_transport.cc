@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "base/fair_share.h"
 #include "base/log.h"
 #include "protocol/mcp_session.h"
 #include "transport/http_server.h"
@@ -344,18 +345,13 @@ class SessionTable {
       std::lock_guard<std::mutex> lock(mu_);
       std::map<std::string, size_t> held{{client, 0}};
       for (const auto& [id, s] : map_) ++held[s->client];
-      std::string from;  // whose idle session goes, if one must
-      if (held[client] >= share_) {
-        from = client;
-      } else if (map_.size() >= max_) {
-        for (const auto& [c, n] : held) {
-          if (n > held[client] + 1 && (from.empty() || n > held[from])) from = c;
-        }
-      }
+      // Whose idle session goes, if one must.
+      const std::optional<std::string> from =
+          WhoGivesWay(held, client, share_, map_.size() >= max_);
       if (held[client] >= share_ || map_.size() >= max_) {
         auto victim = map_.end();
-        for (auto it = map_.begin(); !from.empty() && it != map_.end(); ++it) {
-          if (it->second->client != from || it->second->streams != 0 ||
+        for (auto it = map_.begin(); from && it != map_.end(); ++it) {
+          if (it->second->client != *from || it->second->streams != 0 ||
               it->second->mcp().in_flight() != 0) {
             continue;
           }
