@@ -157,8 +157,10 @@ const std::vector<Option>& Options() {
        "(memory) in a container (--memory 256m gives 64)",
        IntField(&Config::disk_limit_mb, 1, kMiB)},
       {"MCP_EXEC_MAX_PROCESSES", "--max-processes", Default(&Config::max_processes), "processes",
-       "processes and threads of the sandbox uid at once (all runs together); unset, never "
-       "more than one per 4 MiB of the memory the process may use (--memory 256m gives 64)",
+       "processes and threads of the sandbox uid at once (all runs together; sessions may "
+       "keep half of it beyond their interpreters, else the one holding the most is ended); "
+       "unset, never more than one per 4 MiB of the memory the process may use (--memory "
+       "256m gives 64)",
        IntField(&Config::max_processes, 8, 1000000)},
       {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", Default(&Config::max_open_files), "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},

@@ -108,40 +108,50 @@ std::vector<pid_t> Descendants(pid_t root) {
 namespace {
 
 // utime + stime + cutime + cstime of pid (its own CPU and that of the
-// children it reaped), in clock ticks, or -1.
-int64_t CpuTicksOf(pid_t pid) {
+// children it reaped), in clock ticks, and its number of threads; false
+// when it is gone.
+bool UseOf(pid_t pid, TreeUse* use) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd) return -1;
+  if (!fd) return false;
   char buf[1024];
   ssize_t n = read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return -1;
+  if (n <= 0) return false;
   buf[n] = '\0';
   char* rp = strrchr(buf, ')');
-  if (!rp) return -1;
+  if (!rp) return false;
   unsigned long long utime = 0, stime = 0;
-  long long cutime = 0, cstime = 0;
-  // Fields 3 to 17: state ppid pgrp session tty_nr tpgid flags minflt
-  // cminflt majflt cmajflt utime stime cutime cstime.
-  if (sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &utime,
-             &stime, &cutime, &cstime) != 4) {
-    return -1;
+  long long cutime = 0, cstime = 0, threads = 0;
+  // Fields 3 to 20: state ppid pgrp session tty_nr tpgid flags minflt
+  // cminflt majflt cmajflt utime stime cutime cstime priority nice
+  // num_threads.
+  if (sscanf(rp + 1,
+             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld %*d %*d %lld",
+             &utime, &stime, &cutime, &cstime, &threads) != 5) {
+    return false;
   }
-  return static_cast<int64_t>(utime + stime) + cutime + cstime;
+  use->cpu_ticks = static_cast<int64_t>(utime + stime) + cutime + cstime;
+  use->tasks = threads;
+  return true;
 }
 
 }  // namespace
 
-std::vector<int64_t> TreeCpuTicks(const std::vector<pid_t>& roots) {
+std::vector<TreeUse> TreeUsage(const std::vector<pid_t>& roots) {
   const auto children = ChildrenMap();  // one pass over /proc for all of them
-  std::vector<int64_t> out;
+  std::vector<TreeUse> out;
   for (pid_t root : roots) {
-    int64_t total = CpuTicksOf(root);
-    if (total >= 0) {
+    TreeUse total;
+    if (UseOf(root, &total)) {
       for (const Edge& e : Subtree(children, root)) {
-        total += std::max<int64_t>(CpuTicksOf(e.child), 0);
+        TreeUse one;
+        if (!UseOf(e.child, &one)) continue;  // gone meanwhile
+        total.cpu_ticks += one.cpu_ticks;
+        total.tasks += one.tasks;
       }
+    } else {
+      total = TreeUse{};
     }
     out.push_back(total);
   }

@@ -17,10 +17,16 @@ namespace mcpexec {
 std::vector<pid_t> Descendants(pid_t root);
 // The live direct children of parent.
 std::vector<pid_t> Children(pid_t parent);
-// For each root: the CPU time (user and system, in clock ticks) it and its
-// live descendants used, and the children each of them reaped; -1 when the
-// root is gone. One pass over /proc serves them all.
-std::vector<int64_t> TreeCpuTicks(const std::vector<pid_t>& roots);
+// What a process tree uses: the CPU time (user and system, in clock ticks)
+// the root and its live descendants used, and the children each of them
+// reaped; and their threads, every one (what RLIMIT_NPROC counts).
+// cpu_ticks is -1 when the root is gone.
+struct TreeUse {
+  int64_t cpu_ticks = -1;
+  int64_t tasks = 0;
+};
+// For each root, what its tree uses. One pass over /proc serves them all.
+std::vector<TreeUse> TreeUsage(const std::vector<pid_t>& roots);
 
 // SIGKILLs root's descendants, in rounds until none is left alive (a fork
 // racing with the kill is caught in the next round), then root itself if

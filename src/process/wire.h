@@ -32,6 +32,11 @@ enum class Type : uint32_t {
 // kExited's flags: what the zygote knows of the run's end besides its
 // wait status.
 constexpr uint32_t kExitedOomKilled = 1;  // the run's cgroup killed for memory
+// A session the zygote ended (WatchSessions): past the CPU bound of its
+// cell, or holding the most when the sessions held more processes than
+// their share.
+constexpr uint32_t kExitedCpuBound = 2;
+constexpr uint32_t kExitedHeldProcesses = 4;
 
 struct Header {
   Type type;

@@ -20,7 +20,9 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
+#include "process/wire.h"
 #include "sandbox/layers.h"
+#include "sandbox/limits.h"
 #include "supervisor/results.h"
 
 namespace mcpexec {
@@ -374,6 +376,7 @@ struct Executor::RunIo {
   bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
        stuck = false;
   bool oom_killed = false;
+  uint32_t ended_by = 0;  // the zygote's session bound, if it ended the run
   int wait_status = 0;
   std::string lost_reason{};
   size_t stdin_off = 0;
@@ -533,7 +536,7 @@ std::string DescribeStatus(int wait_status) {
 
 }  // namespace
 
-std::string Executor::WhyInterpreterEnded(const RunIo& io) {
+std::string Executor::WhyInterpreterEnded(const RunIo& io) const {
   if (io.lost) return "the sandbox restarted and took its interpreter with it";
   if (io.ignored_interrupt) {
     return "its cell did not stop within " + std::to_string(io.interrupt_grace.count()) +
@@ -547,6 +550,17 @@ std::string Executor::WhyInterpreterEnded(const RunIo& io) {
   }
   if (io.stuck) return "the sandbox did not confirm the end of its interpreter";
   if (io.oom_killed) return "its interpreter passed its memory limit and was killed";
+  if (io.ended_by & wire::kExitedCpuBound) {
+    return "its interpreter, threads and children included, used more CPU than its cell's "
+           "bound (what it had used, plus the cell's timeout and " +
+           std::to_string(sandbox::limits::kCpuSlackS) + " s), so the sandbox ended it";
+  }
+  if (io.ended_by & wire::kExitedHeldProcesses) {
+    return "the sessions together held more than half of MCP_EXEC_MAX_PROCESSES (" +
+           std::to_string(config_.max_processes / 2) +
+           " processes and threads beyond their interpreters) and this one held the most, so "
+           "the sandbox ended it";
+  }
   if (!io.exited) return "its interpreter was killed";
   return "its interpreter " + DescribeStatus(io.wait_status);
 }
@@ -788,6 +802,7 @@ void Executor::OnSlotChanged(RunIo& io) {
     io.exited = true;
     io.wait_status = io.slot.wait_status;
     io.oom_killed = io.slot.oom_killed;
+    io.ended_by = io.slot.ended_by;
     io.pipe_deadline = Clock::now() + kPipeGrace;
   }
 }

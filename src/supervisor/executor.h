@@ -105,7 +105,7 @@ class Executor {
   std::optional<std::string> CheckVerdict(RunIo& io, const char* what);
   std::optional<std::string> Settle(RunIo& io);
   std::optional<std::string> SettleCell(RunIo& io, SessionRun& session);
-  static std::string WhyInterpreterEnded(const RunIo& io);
+  std::string WhyInterpreterEnded(const RunIo& io) const;
   void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed,
               int cell = 0);
   // Within the pump.

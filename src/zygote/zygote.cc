@@ -73,6 +73,7 @@ struct Zygote {
     // what it had used when its latest cell started, plus that cell's
     // timeout and the slack. 0: not a session.
     int64_t cpu_bound_ticks = 0;
+    uint32_t ended_by = 0;  // kExited flags: the bound the zygote ended it for
   };
   uint64_t next_cgroup = 0;
   std::map<pid_t, Run> runners;
@@ -479,7 +480,7 @@ bool MakeCellSocket(UniqueFd* zygote_end, UniqueFd* runner_end) {
 // timeout and the slack.
 int64_t CpuBoundTicks(pid_t pid, int64_t timeout_s) {
   static const int64_t hz = sysconf(_SC_CLK_TCK);
-  return std::max<int64_t>(TreeCpuTicks({pid})[0], 0) +
+  return std::max<int64_t>(TreeUsage({pid})[0].cpu_ticks, 0) +
          (timeout_s + sandbox::limits::kCpuSlackS) * hz;
 }
 
@@ -617,7 +618,7 @@ bool ForgetSpare(Zygote& z, pid_t pid) {
 // Tells the supervisor that a run ended, with the runner's wait status and
 // the kernel's word on memory (the run's cgroup): the trusted side only.
 void ReportExit(Zygote& z, Zygote::Run& run, int status) {
-  uint32_t flags = 0;
+  uint32_t flags = run.ended_by;
   if (!run.cgroup.empty() && sandbox::cgroups::OomKilled(z.sandbox.cgroups, run.cgroup)) {
     flags |= wire::kExitedOomKilled;
   }
@@ -698,23 +699,52 @@ void OnControlMessage(Zygote& z) {
 // whole run's, from /proc) and ends a session past the bound of its latest
 // cell. Measured before: a 2-second cell left threads that burnt 29.9 s of
 // CPU where the bound is 8.
+//
+// Processes likewise: RLIMIT_NPROC counts every process and thread of the
+// sandbox uid, all runs together, so the children a session keeps between
+// calls were taken from every other run for as long as it lived (44 held
+// sleepers left a 64-process server unable to fork anywhere else). The
+// sessions together may hold at most half of MCP_EXEC_MAX_PROCESSES beyond
+// their interpreters (and their inits); while they hold more, the session
+// holding the most is ended. One-shot runs so always keep half of it.
 constexpr auto kWatchEvery = std::chrono::seconds(1);
+
+int64_t HeldProcessesBound(const Zygote& z) { return z.sandbox.limits.max_processes / 2; }
 
 void WatchSessions(Zygote& z) {
   std::vector<pid_t> pids;
-  std::vector<const Zygote::Run*> runs;
-  for (const auto& [pid, run] : z.runners) {
+  std::vector<Zygote::Run*> runs;
+  for (auto& [pid, run] : z.runners) {
     if (run.cpu_bound_ticks <= 0) continue;
     pids.push_back(pid);
     runs.push_back(&run);
   }
   if (pids.empty()) return;
-  const std::vector<int64_t> used = TreeCpuTicks(pids);
-  std::vector<uint64_t> over;
+  const std::vector<TreeUse> use = TreeUsage(pids);
+  // Each session's interpreter, and the init of its pid namespace.
+  const int64_t own = z.sandbox.run_pidns ? 2 : 1;
+  std::vector<int64_t> held(runs.size());
+  int64_t total = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (used[i] > runs[i]->cpu_bound_ticks) over.push_back(runs[i]->run_id);
+    if (runs[i]->ended_by != 0) continue;  // killed on an earlier pass, not yet reaped
+    if (use[i].cpu_ticks > runs[i]->cpu_bound_ticks) {
+      runs[i]->ended_by = wire::kExitedCpuBound;
+      continue;
+    }
+    held[i] = std::max<int64_t>(use[i].tasks - own, 0);
+    total += held[i];
   }
-  for (uint64_t id : over) KillRun(z, id);
+  const int64_t bound = HeldProcessesBound(z);
+  while (bound > 0 && total > bound) {
+    size_t most = std::max_element(held.begin(), held.end()) - held.begin();
+    runs[most]->ended_by = wire::kExitedHeldProcesses;
+    total -= std::exchange(held[most], 0);
+  }
+  std::vector<uint64_t> ended;
+  for (const Zygote::Run* run : runs) {
+    if (run->ended_by != 0) ended.push_back(run->run_id);
+  }
+  for (uint64_t id : ended) KillRun(z, id);
 }
 
 bool HasSessions(const Zygote& z) {

@@ -271,6 +271,62 @@ print("deep")
   }
 }
 
+// Issue 19, point 2: RLIMIT_NPROC counts every process and thread of the
+// sandbox uid, so 44 sleepers a session kept between calls left a server of
+// 64 processes unable to fork anywhere else for as long as the session
+// lived. Sessions together may hold half the budget beyond their
+// interpreters; the one holding the most gives way, and one-shot runs fork.
+TEST(SessionBoundTest, ChildrenASessionHoldsCannotStarveOtherRuns) {
+  if (geteuid() != 0) GTEST_SKIP() << "the postures need root";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  for (const char* posture : {"root", "container", "docker"}) {
+    SCOPED_TRACE(posture);
+    ServerProcess s({{"MCP_EXEC_MAX_PROCESSES", "64"}}, {}, Wrapper(posture));
+    s.Initialize();
+    json held = s.Exec(R"(
+import os, time
+pids = []
+for _ in range(44):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    pids.append(pid)
+print(len(pids), "held")
+)",
+                       {{"session", "hog"}});
+    ASSERT_EQ(held["exit_code"], 0) << held.dump();
+    ASSERT_EQ(held["stdout"], "44 held\n") << held.dump();
+    // A one-shot run needs 30 of the 64: with the 44 held, fork fails with
+    // EAGAIN. The zygote looks once a second; a run started meanwhile may
+    // still find them, so it is retried for a few seconds.
+    const std::string forks = R"(
+import os
+pids = []
+try:
+    for _ in range(30):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        pids.append(pid)
+finally:
+    for pid in pids:
+        os.waitpid(pid, 0)
+print(len(pids), "forked")
+)";
+    json r;
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      r = s.Exec(forks);
+      if (r["exit_code"] == 0) break;
+      usleep(500 * 1000);
+    }
+    EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
+    json next = s.Exec("print('again')", {{"session", "hog"}});
+    EXPECT_EQ(next["session_new"], true) << "the session holding them was ended: " << next.dump();
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
   std::string n = (info.param.session ? "session_" : "") + info.param.posture + "_" +
                   info.param.file.substr(0, info.param.file.size() - 3);

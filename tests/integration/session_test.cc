@@ -122,6 +122,31 @@ print("spinning, hard limit", hard)
   EXPECT_EQ(next["session_new"], true) << next.dump();
 }
 
+// Issue 19, point 2 (SessionBoundTest.ChildrenASessionHoldsCannotStarveOtherRuns
+// holds it in the three postures): the bound during a cell ends the session,
+// and the call says why, with the number.
+TEST_F(SessionEndTest, ACellHoldingTooManyProcessesIsToldWhyItsSessionEnded) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PROCESSES", "64"}}));
+  s.Initialize();
+  json r = s.Exec(R"(
+import os, time
+for _ in range(40):
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+time.sleep(20)
+print("not reached")
+)",
+                  {{"session", "hog"}, {"timeout_s", 30}});
+  EXPECT_EQ(r["stdout"], "") << r.dump();
+  ASSERT_TRUE(r.contains("session_ended")) << r.dump();
+  EXPECT_NE(r["session_ended"].get<std::string>().find(
+                "held more than half of MCP_EXEC_MAX_PROCESSES (32 processes and threads"),
+            std::string::npos)
+      << r.dump();
+  EXPECT_LT(r["duration_ms"].get<int64_t>(), 15000) << r.dump();
+}
+
 // Issue 19, point 3: a cell can take over the later calls of its own
 // session (here by replacing the runtime's execute function; taking the
 // cell socket does the same), which SECURITY.md called a mere stall. The
