@@ -147,14 +147,19 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
     *error = std::string("clone(/proc/self/exe __zygote): ") + strerror(spawn_errno);
     return false;
   }
-  control_ = std::move(ours);
+  control_ = std::make_shared<const UniqueFd>(std::move(ours));
   pid_ = pid;
   return true;
 }
 
 int ZygoteClient::AwaitReadyMessage(std::string* error) {
+  std::shared_ptr<const UniqueFd> control = Control();
+  if (!control) {
+    *error = "the zygote's control socket is gone";
+    return 0;
+  }
   // Warm-up imports six packages; on a cold page cache that takes seconds.
-  pollfd p{control_.get(), POLLIN, 0};
+  pollfd p{control->get(), POLLIN, 0};
   int rc;
   do {
     rc = poll(&p, 1, 180000);
@@ -165,7 +170,7 @@ int ZygoteClient::AwaitReadyMessage(std::string* error) {
   }
   wire::Header h;
   std::string payload;
-  if (wire::Receive(control_.get(), &h, &payload, nullptr) <= 0) {
+  if (wire::Receive(control->get(), &h, &payload, nullptr) <= 0) {
     *error = "the zygote exited during its warm-up (see its log lines above)";
     return 0;
   }
@@ -191,7 +196,7 @@ int ZygoteClient::AwaitReadyMessage(std::string* error) {
 
 void ZygoteClient::KillZygote() {
   std::lock_guard<std::mutex> lock(mu_);
-  control_.Reset();
+  control_.reset();
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -268,14 +273,10 @@ void ZygoteClient::FailAllRuns(const std::string& reason) {
 
 void ZygoteClient::ReaderLoop() {
   for (;;) {
-    int control;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      control = control_.get();
-    }
+    std::shared_ptr<const UniqueFd> control = Control();
     wire::Header h;
     std::string payload;
-    if (control >= 0 && wire::Receive(control, &h, &payload, nullptr) > 0) {
+    if (control && wire::Receive(control->get(), &h, &payload, nullptr) > 0) {
       Dispatch(h, payload);
       continue;
     }
@@ -317,7 +318,7 @@ bool ZygoteClient::BuryZygote() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_ = false;
-    control_.Reset();
+    control_.reset();  // closed once no send holds it
     pid = std::exchange(pid_, 0);
     shutting_down = shutting_down_;
   }
@@ -400,17 +401,18 @@ bool ZygoteClient::WaitNextZygote(uint64_t generation, int timeout_ms) {
 
 bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_t len,
                                const int* fds, int nfds) {
-  int control;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    control = control_.get();
-  }
-  if (control < 0) {
+  std::shared_ptr<const UniqueFd> control = Control();
+  if (!control) {
     errno = ENOTCONN;
     return false;
   }
   std::lock_guard<std::mutex> lock(send_mu_);
-  return wire::Send(control, h, payload, len, fds, nfds);
+  return wire::Send(control->get(), h, payload, len, fds, nfds);
+}
+
+std::shared_ptr<const UniqueFd> ZygoteClient::Control() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return control_;
 }
 
 int64_t ZygoteClient::OomKills(const std::string& cgroup) const {
@@ -443,7 +445,7 @@ void ZygoteClient::Shutdown() {
     shutting_down_ = true;
     // Half-close: the zygote reads EOF, kills every runner and exits; our
     // reader then sees EOF too.
-    if (control_) shutdown(control_.get(), SHUT_RDWR);
+    if (control_) shutdown(control_->get(), SHUT_RDWR);
   }
   ready_cv_.notify_all();
   if (reader_.joinable()) reader_.join();
@@ -452,7 +454,7 @@ void ZygoteClient::Shutdown() {
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
   }
-  control_.Reset();
+  control_.reset();
   // The zygote and every run are gone: so are the runs' cgroups.
   sandbox::cgroups::RemoveParents(cgroups_);
   cgroups_ = {};

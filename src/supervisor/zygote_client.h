@@ -107,14 +107,21 @@ class ZygoteClient {
   bool BuryZygote();
   void Restart();
   void FailAllRuns(const std::string& reason);
-  // One message to the zygote (under send_mu_); false with errno set.
+  // One message to the zygote (under send_mu_); false with errno set. It
+  // goes through the socket it found, which its reference keeps open: a
+  // zygote that dies meanwhile is buried, and a restart makes new sockets,
+  // without the number being closed or reused under the send.
   bool SendControl(const wire::Header& h, const void* payload, size_t len, const int* fds,
                    int nfds);
+  // A reference to the control socket (nullptr between zygotes).
+  std::shared_ptr<const UniqueFd> Control() const;
 
   const Config& config_;
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;
-  UniqueFd control_;
+  // The control socket. Shared: whoever sends or reads holds a reference,
+  // so burying a zygote drops ours and the descriptor closes with the last.
+  std::shared_ptr<const UniqueFd> control_;
   pid_t pid_ = 0;
   bool ready_ = false;
   uint64_t generation_ = 0;  // zygotes that became ready so far

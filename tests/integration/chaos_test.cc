@@ -421,6 +421,46 @@ TEST_F(ChaosTest, ZygoteKilledUnderLoad) {
 // ---------------------------------------------------------------------------
 // 2. Spare runners killed while they wait for work.
 
+// Issue 20, point 1: a run's message to the zygote was sent on the control
+// socket's number read earlier under the lock; a zygote that died in between
+// had that socket closed, and the number could name another file by the
+// time of the send (a new zygote's socket, a client's connection): the run
+// and its descriptors went there. The preloaded shim holds every send that
+// carries descriptors for 300 ms and reports a descriptor closed or reused
+// under it; the zygote is killed inside that window, round after round.
+TEST(SendRaceTest, ARunSentAsTheZygoteDiesGoesThroughNoOtherDescriptor) {
+  // A server built with the sanitizers (scripts/sanitize.sh) loads its
+  // runtime from a library, which must otherwise come first.
+  ServerProcess s(Env{{"LD_PRELOAD", SEND_CHECK_SHIM},
+                      {"SEND_CHECK_DELAY_MS", "300"},
+                      {"ASAN_OPTIONS", "verify_asan_link_order=0"}});
+  s.Initialize();
+  ASSERT_EQ(s.Exec("print('warm')")["stdout"], "warm\n");
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const pid_t zygote = s.ZygotePid();
+    ASSERT_GT(zygote, 0);
+    const json id = s.NextId();
+    const auto sent = Clock::now();
+    s.SendCall(id, {{"code", "print('ran')"}});
+    usleep(100 * 1000);  // the send is held in the shim
+    ASSERT_EQ(kill(zygote, SIGKILL), 0);
+    // Answered: run by the next zygote (the message never reached the dead
+    // one), or a tool error that names the sandbox.
+    json m = s.WaitForId(id, 60000);
+    EXPECT_GE(Clock::now() - sent, std::chrono::milliseconds(300)) << "the shim held no send";
+    ASSERT_TRUE(m.contains("result")) << m.dump();
+    if (m["result"].value("isError", false)) {
+      EXPECT_NE(m.dump().find("sandbox"), std::string::npos) << m.dump();
+    } else {
+      EXPECT_EQ(m["result"]["structuredContent"]["stdout"], "ran\n") << m.dump();
+    }
+    ASSERT_TRUE(WaitUntil([&] { return s.ZygotePid() > 0 && s.ZygotePid() != zygote; }, 30000));
+    EXPECT_EQ(s.Exec("print('after')")["stdout"], "after\n");
+  }
+  EXPECT_EQ(s.Stderr().find("send_check:"), std::string::npos) << s.Stderr();
+}
+
 TEST_F(ChaosTest, SpareKilled) {
   constexpr size_t kSpares = 3;  // one per concurrent run, at most 4
   ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", std::to_string(kSpares)}});
