@@ -139,14 +139,13 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
     log::Info("initialize",
               {{"protocol_version", version},
                {"client", client.is_object() ? client.value("name", json("")) : json("")}});
-    send_(jsonrpc::Result(
-        id, {{"protocolVersion", version},
-             {"capabilities", {{"tools", {{"listChanged", false}}}}},
-             {"serverInfo",
-              {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}},
-             {"instructions",
-              "Use the exec tool to run Python code: write a complete script, print the results "
-              "you need, and read stdout, stderr and exit_code. Every call starts fresh."}}));
+    json result = {{"protocolVersion", version},
+                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"serverInfo",
+                    {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}}};
+    std::string instructions = backend_.Instructions();
+    if (!instructions.empty()) result["instructions"] = std::move(instructions);
+    send_(jsonrpc::Result(id, std::move(result)));
     return;
   }
   if (method == "ping") {

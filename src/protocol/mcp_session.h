@@ -32,6 +32,8 @@ class ToolBackend {
   // The name tools/call must give (ToolDescriptor()'s "name", without
   // building the whole descriptor on every call).
   virtual std::string ToolName() const = 0;
+  // initialize's instructions (how to use the tool); empty: none.
+  virtual std::string Instructions() const { return std::string(); }
   // Reports a running call's progress (MCP notifications/progress): an
   // increasing number and a short message. Empty when the call asked for
   // none (no _meta.progressToken).

@@ -165,15 +165,35 @@ json ExecOutputSchema() {
   };
 }
 
+namespace {
+
+// What a call keeps, for the description and the instructions alike.
+constexpr const char* kFreshCall =
+    "Without session, each call is a fresh process started from a pre-warmed interpreter; "
+    "nothing persists between calls.";
+constexpr const char* kSessionCall =
+    "Pass session (a name) to keep a live interpreter across calls: variables, imports and "
+    "files persist, so load data once and explore it over several calls, and a call into a "
+    "session skips the process start.";
+
+}  // namespace
+
+std::string ExecInstructions(const Config& /*c*/) {
+  return std::string(
+             "Use the exec tool to run Python code: write a complete script, print the "
+             "results you need, and read stdout, stderr and exit_code. ") +
+         kFreshCall + " " + kSessionCall +
+         " A non-zero exit, an exception or a timeout is a normal result, not an error.";
+}
+
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary) {
   std::ostringstream o;
   o << "Run Python " << (rt.python_version.empty() ? "3" : rt.python_version)
     << " code and return its stdout, stderr, exit_code, duration_ms, truncated and timed_out. "
-       "Without session, each call is a fresh process started from a pre-warmed interpreter; "
-       "nothing persists "
-       "between calls. The code runs as __main__ in a private, writable working directory "
-       "that is removed afterwards. Print what you want back.";
+    << kFreshCall
+    << " The code runs as __main__ in a private, writable working directory that is removed "
+       "afterwards. Print what you want back.";
   o << " Importable packages besides the standard library: ";
   if (rt.packages.empty()) o << "none";
   for (size_t i = 0; i < rt.packages.size(); ++i) {
@@ -210,9 +230,7 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
        "last "
     << c.tail_bytes << " bytes.";
-  o << " Pass session (a name) to keep a live interpreter across calls: variables, imports and "
-       "files persist, so load data once and explore it over several calls, and a call into a "
-       "session skips the process start. State can be lost (idle for "
+  o << " " << kSessionCall << " State can be lost (idle for "
     << (c.py_session_idle_s % 60 == 0 ? std::to_string(c.py_session_idle_s / 60) + " min"
                                       : std::to_string(c.py_session_idle_s) + " s")
     << ", a crash, a timeout the code ignores, a restart): the result "

@@ -56,6 +56,9 @@ nlohmann::json ExecOutputSchema();
 // c: the live limits; rt: what the zygote reported.
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary);
+// The initialize instructions: how to use the tool, in the description's own
+// sentences on what a call keeps (one source, so the two cannot disagree).
+std::string ExecInstructions(const Config& c);
 
 // Returns the request, or the tool-error message.
 std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& args,

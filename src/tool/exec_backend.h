@@ -24,6 +24,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   // ToolBackend
   nlohmann::json ToolDescriptor() const override;
   std::string ToolName() const override { return ExecToolName(); }
+  std::string Instructions() const override { return ExecInstructions(config_); }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             uint64_t connection) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }

@@ -81,6 +81,27 @@ TEST(StdioProtocolTest, ToolsListStatesSchemaLiveLimitsAndPackages) {
   }
 }
 
+// Issue 20, point 3: the instructions said "Every call starts fresh", which
+// sessions made untrue. They now say what a call keeps in the tool
+// description's own sentences.
+TEST(StdioProtocolTest, InstructionsSayWhatACallKeepsAsTheDescriptionDoes) {
+  ServerProcess s;
+  json init = s.Initialize();
+  ASSERT_TRUE(init["result"].contains("instructions")) << init.dump();
+  std::string text = init["result"]["instructions"];
+  EXPECT_EQ(text.find("Every call starts fresh"), std::string::npos) << text;
+  json tools = s.Request("tools/list", json::object())["result"]["tools"];
+  std::string d = tools[0]["description"];
+  for (const char* sentence :
+       {"Without session, each call is a fresh process started from a pre-warmed interpreter; "
+        "nothing persists between calls.",
+        "Pass session (a name) to keep a live interpreter across calls: variables, imports and "
+        "files persist"}) {
+    EXPECT_NE(text.find(sentence), std::string::npos) << text;
+    EXPECT_NE(d.find(sentence), std::string::npos) << d;
+  }
+}
+
 TEST(StdioProtocolTest, StdoutCarriesProtocolMessagesOnly) {
   ServerProcess s;
   s.Initialize();
