@@ -503,9 +503,10 @@ async function runConcurrency(opts) {
     // The server's own count of refusals: none, or the bench is wrong.
     const res = await fetch(new URL('/metrics', server.origin));
     const text = await res.text();
-    const refused = /^mcp_exec_runs_total\{outcome="refused"\} (\S+)$/m.exec(text);
+    const refused = /^mcp_exec_runs_total\{outcome="at_capacity"\} (\S+)$/m.exec(text);
     if (res.status !== 200) throw new Error(`GET /metrics: HTTP ${res.status}`);
-    if (refused && Number(refused[1]) !== 0) throw new Error(`the HTTP server refused ${refused[1]} runs`);
+    if (!refused) throw new Error('/metrics has no mcp_exec_runs_total{outcome="at_capacity"}');
+    if (Number(refused[1]) !== 0) throw new Error(`the HTTP server refused ${refused[1]} runs`);
   } catch (err) {
     err.message += `\nserver (http) stderr:\n${server.log()}`;
     throw err;

@@ -33,10 +33,30 @@ void Metrics::RecordPySessionEnd(const std::string& reason) {
   ++py_session_ends_[reason];
 }
 
-void Metrics::RecordRefused() {
+void Metrics::RecordFailure(const std::string& cause) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++runs_["refused"];
+  ++runs_[cause];
 }
+
+const std::vector<const char*> Metrics::kRunOutcomes = {"ok",
+                                                        "error",
+                                                        "timeout",
+                                                        "signal",
+                                                        "cancelled",
+                                                        "memory",
+                                                        "cpu",
+                                                        "file_size",
+                                                        "seccomp",
+                                                        "shutdown",
+                                                        "at_capacity",
+                                                        "py_sessions_full",
+                                                        "layers_missing",
+                                                        "internal",
+                                                        "sandbox_unavailable",
+                                                        "start_failed",
+                                                        "lockdown_refused",
+                                                        "sandbox_lost",
+                                                        "sandbox_stuck"};
 
 namespace {
 void RenderHistogram(std::ostringstream& o, const char* name, const char* help,
@@ -55,9 +75,9 @@ void RenderHistogram(std::ostringstream& o, const char* name, const char* help,
 std::string Metrics::Render(const Gauges& g) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::ostringstream o;
-  o << "# HELP mcp_exec_runs_total Runs by outcome.\n# TYPE mcp_exec_runs_total counter\n";
-  for (const char* outcome : {"ok", "error", "timeout", "signal", "cancelled", "memory", "cpu",
-                              "file_size", "seccomp", "shutdown", "lost", "refused"}) {
+  o << "# HELP mcp_exec_runs_total Calls by outcome: how a run ended, or why the call got a "
+       "tool error.\n# TYPE mcp_exec_runs_total counter\n";
+  for (const char* outcome : kRunOutcomes) {
     auto it = runs_.find(outcome);
     o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} "
       << (it == runs_.end() ? 0 : it->second) << "\n";

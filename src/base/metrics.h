@@ -9,16 +9,20 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace mcpexec {
 
 class Metrics {
  public:
-  // outcome: ok, error (non-zero exit), timeout, signal, cancelled, memory,
-  // cpu, file_size, seccomp, shutdown, lost (the sandbox died), refused (at
-  // capacity, or no sandbox).
+  // A run that ended, by outcome: ok, error (non-zero exit), or the
+  // reason it was ended (timeout, memory, ...; RunEndName).
   void RecordRun(const std::string& outcome, double duration_s, double queue_s);
-  void RecordRefused();
+  // A call answered with a tool error, by cause (RunFailureName:
+  // at_capacity, sandbox_lost, ...): counted, not timed.
+  void RecordFailure(const std::string& cause);
+  // Every outcome mcp_exec_runs_total shows (0 until counted).
+  static const std::vector<const char*> kRunOutcomes;
   // An HTTP request answered with an error status before it reached MCP
   // (401 auth, 403 Host/Origin, 413 too large, 431 headers, 429 too many
   // connections, ...).

@@ -379,6 +379,7 @@ struct Executor::RunIo {
   uint32_t ended_by = 0;  // the zygote's session bound, if it ended the run
   int wait_status = 0;
   std::string lost_reason{};
+  RunFailure lost_cause = RunFailure::kSandboxLost;
   size_t stdin_off = 0;
   Clock::time_point kill_deadline{}, pipe_deadline{};
   // A session's cell: it ends with its CellDone record, and a deadline or a
@@ -428,13 +429,13 @@ struct Executor::RunIo {
 std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel,
                                                     const Progress& progress) {
   const auto queued_at = Clock::now();
-  if (auto refused = AcquireSlot(cancel)) return *refused;
+  const uint64_t run_id = next_run_id_++;
+  if (auto refused = AcquireSlot(cancel)) return Fail(run_id, req, *refused);
   // From here on the slot is ours until the answer is ready: it goes back
   // with the answer, so a client that calls again at once finds room.
   SlotGuard slot_guard(scheduler_);
   RunOutcome outcome;
   outcome.queue_ms = Millis(Clock::now() - queued_at);
-  const uint64_t run_id = next_run_id_++;
 
   Workdir workdir;
   RunFds fds;
@@ -444,21 +445,23 @@ std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, Cance
   if (!error && !slot) error = std::string("eventfd: ") + strerror(errno);
   if (error) {
     log::Error("run_not_started", {{"run_id", run_id}, {"error", *error}});
-    return "internal error: " + *error;
+    return Fail(run_id, req, {RunFailure::kInternal, "internal error: " + *error});
   }
   ActiveRun active(*this);
   const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
-  if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) return *refused;
+  if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) {
+    return Fail(run_id, req, *refused);
+  }
 
   RunIo io(run_id, req, cancel, *slot, fds, outcome, started_at, config_, progress);
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
   active.End();
-  std::optional<std::string> tool_error = Settle(io);
-  if (tool_error) zygote_.Kill(run_id);  // whatever is left of it
+  std::optional<Failed> failed = Settle(io);
+  if (failed) zygote_.Kill(run_id);  // whatever is left of it
   QueueCleanup({run_id, slot, workdir.Release()});
-  Report(run_id, req, outcome, tool_error.has_value());
-  if (tool_error) return *tool_error;
+  if (failed) return Fail(run_id, req, *failed, outcome);
+  Report(run_id, req, outcome);
   return outcome;
 }
 
@@ -467,7 +470,7 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
                                                         const Progress& progress,
                                                         std::chrono::milliseconds interrupt_grace) {
   const auto queued_at = Clock::now();
-  if (auto refused = AcquireSlot(cancel)) return *refused;
+  if (auto refused = AcquireSlot(cancel)) return Fail(session.run_id, req, *refused);
   SlotGuard slot_guard(scheduler_);  // an idle session holds none: only its cells
   RunOutcome outcome;
   outcome.queue_ms = Millis(Clock::now() - queued_at);
@@ -486,13 +489,13 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
   if (error) {
     log::Error("run_not_started", {{"run_id", session.run_id}, {"error", *error}});
     session.ended = "its interpreter could not be started";
-    return "internal error: " + *error;
+    return Fail(session.run_id, req, {RunFailure::kInternal, "internal error: " + *error});
   }
   const int64_t oom_base = zygote_.OomKills(CgroupOf(*session.slot));
   const auto started_at = Clock::now();
   if (auto refused = HandCell(session, req, fds)) {
     session.ended = "its interpreter could not be reached";
-    return *refused;
+    return Fail(session.run_id, req, *refused);
   }
   RunIo io(session.run_id, req, cancel, *session.slot, fds, outcome, started_at, config_, progress);
   io.session = &session;
@@ -500,15 +503,14 @@ std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, con
   io.oom_base = oom_base;
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
-  std::optional<std::string> tool_error = SettleCell(io, session);
+  std::optional<Failed> failed = SettleCell(io, session);
   ++session.cells;
-  Report(session.run_id, req, outcome, tool_error.has_value(), session.cells);
-  if (tool_error) return *tool_error;
+  if (failed) return Fail(session.run_id, req, *failed, outcome, session.cells);
+  Report(session.run_id, req, outcome, nullptr, session.cells);
   return outcome;
 }
 
-std::optional<std::string> Executor::HandCell(SessionRun& session, const RunRequest& req,
-                                              RunFds& fds) {
+std::optional<Failed> Executor::HandCell(SessionRun& session, const RunRequest& req, RunFds& fds) {
   if (session.cells == 0) {
     return Handover(session.run_id, req, session.workdir, fds, session.slot, session.cpu_budget_s);
   }
@@ -516,7 +518,9 @@ std::optional<std::string> Executor::HandCell(SessionRun& session, const RunRequ
   params.timeout_s = req.timeout_s;
   params.session_cpu_s = session.cpu_budget_s;
   std::string error;
-  if (!zygote_.SendCell(session.run_id, params, fds.RunnerEnds().data(), &error)) return error;
+  if (!zygote_.SendCell(session.run_id, params, fds.RunnerEnds().data(), &error)) {
+    return Failed{RunFailure::kSandboxUnavailable, error};
+  }
   fds.CloseRunnerEnds();
   if (req.stdin_data.empty()) fds.in_w.Reset();
   return std::nullopt;
@@ -570,7 +574,7 @@ std::string Executor::WhyInterpreterEnded(const RunIo& io) const {
 // its own cell); its death, and how, from the zygote. The verdict is read
 // on the first cell only: later cells run in an interpreter already locked
 // down.
-std::optional<std::string> Executor::SettleCell(RunIo& io, SessionRun& session) {
+std::optional<Failed> Executor::SettleCell(RunIo& io, SessionRun& session) {
   RunOutcome& o = io.outcome;
   if (!io.cell_done || io.killed) {
     // The interpreter is gone, or going: it was killed.
@@ -610,15 +614,17 @@ void Executor::EndSession(SessionRun& session) {
   session.slot.reset();
 }
 
-std::optional<std::string> Executor::AcquireSlot(CancelToken& cancel) {
+std::optional<Failed> Executor::AcquireSlot(CancelToken& cancel) {
   // A cancelled call leaves the queue at once: the token wakes the scheduler.
   cancel.OnCancel([this] { scheduler_.Wake(); });
   bool acquired = scheduler_.Acquire([&] { return cancel.cancelled(); });
   cancel.OnCancel(nullptr);
   if (acquired) return std::nullopt;
-  return std::string(cancel.reason() == CancelReason::kShutdown
-                         ? "the server is shutting down; this call was still queued and did not run"
-                         : "the run was cancelled before it started");
+  if (cancel.reason() == CancelReason::kShutdown) {
+    return Failed{RunFailure::kShutdown,
+                  "the server is shutting down; this call was still queued and did not run"};
+  }
+  return Failed{RunFailure::kCancelled, "the run was cancelled before it started"};
 }
 
 std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
@@ -637,17 +643,17 @@ std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
   return std::nullopt;
 }
 
-std::optional<std::string> Executor::Handover(uint64_t run_id, const RunRequest& req,
-                                              const std::string& workdir, RunFds& fds,
-                                              const std::shared_ptr<RunSlot>& slot,
-                                              int64_t session_cpu_s) {
+std::optional<Failed> Executor::Handover(uint64_t run_id, const RunRequest& req,
+                                         const std::string& workdir, RunFds& fds,
+                                         const std::shared_ptr<RunSlot>& slot,
+                                         int64_t session_cpu_s) {
   wire::RunParams params{};
   snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
   params.timeout_s = req.timeout_s;
   params.session_cpu_s = session_cpu_s;
   std::string launch_error;
   if (!zygote_.Launch(run_id, params, fds.RunnerEnds().data(), slot, &launch_error)) {
-    return launch_error;
+    return Failed{RunFailure::kSandboxUnavailable, launch_error};
   }
   fds.CloseRunnerEnds();
   if (req.stdin_data.empty()) fds.in_w.Reset();
@@ -796,6 +802,7 @@ void Executor::OnSlotChanged(RunIo& io) {
   if (io.slot.lost) {
     io.lost = true;
     io.lost_reason = io.slot.lost_reason;
+    io.lost_cause = io.slot.lost_cause;
     return;
   }
   if (io.slot.exited && !io.exited) {
@@ -810,27 +817,32 @@ void Executor::OnSlotChanged(RunIo& io) {
 // The outcome from the trusted side: the verdict the runner wrote before the
 // code ran, and the wait status the zygote reaped. Returns a tool error
 // message when the run never really started.
-std::optional<std::string> Executor::CheckVerdict(RunIo& io, const char* what) {
+std::optional<Failed> Executor::CheckVerdict(RunIo& io, const char* what) {
   const wire::LockdownVerdict* v = io.status.verdict();
   if (!v) {
     std::string how = !io.exited ? "it was ended before its lockdown finished"
                       : WIFSIGNALED(io.wait_status)
                           ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
                           : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
-    return "the sandbox could not start this " + std::string(what) + ": " + how +
-           " before its lockdown finished";
+    return Failed{RunFailure::kStartFailed, "the sandbox could not start this " +
+                                                std::string(what) + ": " + how +
+                                                " before its lockdown finished"};
   }
-  if (!v->ok) return "the sandbox could not lock this " + std::string(what) + " down: " + v->error;
+  if (!v->ok) {
+    return Failed{RunFailure::kLockdownRefused,
+                  "the sandbox could not lock this " + std::string(what) + " down: " + v->error};
+  }
   io.outcome.lockdown_us = v->lockdown_us;
   io.outcome.lockdown_ahead_us = v->ahead_us;
   return std::nullopt;
 }
 
-std::optional<std::string> Executor::Settle(RunIo& io) {
+std::optional<Failed> Executor::Settle(RunIo& io) {
   RunOutcome& o = io.outcome;
-  if (io.lost) return io.lost_reason;
+  if (io.lost) return Failed{io.lost_cause, io.lost_reason};
   if (io.stuck) {
-    return std::string("the sandbox did not confirm the end of this run within 5 s of killing it");
+    return Failed{RunFailure::kSandboxStuck,
+                  "the sandbox did not confirm the end of this run within 5 s of killing it"};
   }
   // A later cell of a session runs in an interpreter locked down before the
   // first one ran: only a run's first code has a verdict to check.
@@ -871,8 +883,14 @@ void Executor::QueueCleanup(Cleanup c) {
   cv_.notify_all();
 }
 
-void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o, bool failed,
-                      int cell) {
+std::string Executor::Fail(uint64_t run_id, const RunRequest& req, const Failed& f,
+                           const RunOutcome& o, int cell) {
+  Report(run_id, req, o, &f, cell);
+  return f.message;
+}
+
+void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o,
+                      const Failed* failed, int cell) {
   const bool timed_out = o.end == RunEnd::kTimeout;
   log::Info("run", {{"run_id", run_id},
                     {"cell", cell},
@@ -885,16 +903,19 @@ void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& 
                     {"truncated", o.truncated},
                     {"timed_out", timed_out},
                     {"signal", o.signal},
-                    {"reason", failed ? "lost" : RunEndName(o.end)},
+                    {"reason", failed ? RunFailureName(failed->cause) : RunEndName(o.end)},
                     {"code_bytes", req.code.size()},
                     {"stdin_bytes", req.stdin_data.size()},
                     {"lockdown_us", failed ? -1 : o.lockdown_us},
                     {"lockdown_ahead_us", failed ? -1 : o.lockdown_ahead_us}});
   if (!metrics_) return;
-  std::string outcome = failed                     ? "lost"
-                        : o.end != RunEnd::kExited ? RunEndName(o.end)
-                        : o.exit_code != 0         ? "error"
-                                                   : "ok";
+  if (failed) {
+    metrics_->RecordFailure(RunFailureName(failed->cause));
+    return;
+  }
+  std::string outcome = o.end != RunEnd::kExited ? RunEndName(o.end)
+                        : o.exit_code != 0       ? "error"
+                                                 : "ok";
   metrics_->RecordRun(outcome, o.duration_ms / 1000.0, o.queue_ms / 1000.0);
 }
 

@@ -92,22 +92,26 @@ class Executor {
   class Workdir;
   class ActiveRun;
   // The steps of Run(), in order.
-  std::optional<std::string> AcquireSlot(CancelToken& cancel);
+  std::optional<Failed> AcquireSlot(CancelToken& cancel);
   std::optional<std::string> PrepareWorkdir(Workdir* workdir);
-  std::optional<std::string> Handover(uint64_t run_id, const RunRequest& req,
-                                      const std::string& workdir, RunFds& fds,
-                                      const std::shared_ptr<RunSlot>& slot,
-                                      int64_t session_cpu_s = 0);
-  std::optional<std::string> HandCell(SessionRun& session, const RunRequest& req, RunFds& fds);
+  std::optional<Failed> Handover(uint64_t run_id, const RunRequest& req, const std::string& workdir,
+                                 RunFds& fds, const std::shared_ptr<RunSlot>& slot,
+                                 int64_t session_cpu_s = 0);
+  std::optional<Failed> HandCell(SessionRun& session, const RunRequest& req, RunFds& fds);
   void PumpUntilEnded(RunIo& io);
   // The verdict the runner wrote before any code ran: a tool error unless it
   // says every layer holds (then its costs go into the outcome).
-  std::optional<std::string> CheckVerdict(RunIo& io, const char* what);
-  std::optional<std::string> Settle(RunIo& io);
-  std::optional<std::string> SettleCell(RunIo& io, SessionRun& session);
+  std::optional<Failed> CheckVerdict(RunIo& io, const char* what);
+  std::optional<Failed> Settle(RunIo& io);
+  std::optional<Failed> SettleCell(RunIo& io, SessionRun& session);
   std::string WhyInterpreterEnded(const RunIo& io) const;
-  void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome, bool failed,
-              int cell = 0);
+  // The run's log line and metric: its outcome, or why it failed.
+  void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome,
+              const Failed* failed = nullptr, int cell = 0);
+  // Reports a tool error (with what the run got, if anything) and returns
+  // its message.
+  std::string Fail(uint64_t run_id, const RunRequest& req, const Failed& f,
+                   const RunOutcome& o = RunOutcome{}, int cell = 0);
   // Within the pump.
   void FeedStdin(RunIo& io);
   void Drain(RunIo& io, int fd, Stream& s);

@@ -33,6 +33,43 @@ const char* RunEndName(RunEnd end) {
   return "signal";
 }
 
+const std::vector<RunFailure>& RunFailures() {
+  static const std::vector<RunFailure> kAll = {
+      RunFailure::kAtCapacity,         RunFailure::kPySessionsFull, RunFailure::kLayersMissing,
+      RunFailure::kCancelled,          RunFailure::kShutdown,       RunFailure::kInternal,
+      RunFailure::kSandboxUnavailable, RunFailure::kStartFailed,    RunFailure::kLockdownRefused,
+      RunFailure::kSandboxLost,        RunFailure::kSandboxStuck};
+  return kAll;
+}
+
+const char* RunFailureName(RunFailure f) {
+  switch (f) {
+    case RunFailure::kAtCapacity:
+      return "at_capacity";
+    case RunFailure::kPySessionsFull:
+      return "py_sessions_full";
+    case RunFailure::kLayersMissing:
+      return "layers_missing";
+    case RunFailure::kCancelled:
+      return "cancelled";
+    case RunFailure::kShutdown:
+      return "shutdown";
+    case RunFailure::kInternal:
+      return "internal";
+    case RunFailure::kSandboxUnavailable:
+      return "sandbox_unavailable";
+    case RunFailure::kStartFailed:
+      return "start_failed";
+    case RunFailure::kLockdownRefused:
+      return "lockdown_refused";
+    case RunFailure::kSandboxLost:
+      return "sandbox_lost";
+    case RunFailure::kSandboxStuck:
+      return "sandbox_stuck";
+  }
+  return "internal";
+}
+
 RuntimeReport ParseRuntimeReport(const nlohmann::json& j) {
   RuntimeReport r;
   r.python_version = j.value("python", "");

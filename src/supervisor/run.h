@@ -53,6 +53,30 @@ const std::vector<RunEnd>& AbnormalRunEnds();
 // the tool's `reason` share.
 const char* RunEndName(RunEnd end);
 
+// Why a call got a tool error instead of a run's outcome: one label per
+// cause, for its log line and mcp_exec_runs_total{outcome}.
+enum class RunFailure {
+  kAtCapacity,          // the queue was full (MCP_EXEC_MAX_CONCURRENT, MCP_EXEC_MAX_QUEUE)
+  kPySessionsFull,      // no room for another Python session
+  kLayersMissing,       // a required sandbox layer is missing: the server runs nothing
+  kCancelled,           // cancelled while it waited for a slot
+  kShutdown,            // the server stopped while it waited, or took the sandbox with it
+  kInternal,            // the supervisor could not prepare it (directory, pipes, eventfd)
+  kSandboxUnavailable,  // the sandbox was restarting, or refused the message
+  kStartFailed,         // the sandbox could not start it (fork, or it died before its lockdown)
+  kLockdownRefused,     // a sandbox layer failed in the runner: none of its code ran
+  kSandboxLost,         // the sandbox died during it
+  kSandboxStuck,        // the sandbox did not confirm the end of it once killed
+};
+const std::vector<RunFailure>& RunFailures();
+const char* RunFailureName(RunFailure f);
+
+// A tool error with its cause.
+struct Failed {
+  RunFailure cause;
+  std::string message;
+};
+
 struct RunOutcome {
   std::string stdout_data;  // raw bytes as the run wrote them, within the budget
   std::string stderr_data;

@@ -155,10 +155,14 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
   CellOutcome out;
   if (stopping_ || cancel.cancelled() || e.line.empty() || e.line.front() != t.id_) {
     executor_.Withdraw();
-    out.result = std::string(cancel.cancelled() && cancel.reason() == CancelReason::kClient
-                                 ? "the call was cancelled before it started"
-                                 : "the server is shutting down; this call was still queued "
-                                   "behind another call of its session and did not run");
+    const bool by_client = cancel.cancelled() && cancel.reason() == CancelReason::kClient;
+    if (metrics_) {
+      metrics_->RecordFailure(
+          RunFailureName(by_client ? RunFailure::kCancelled : RunFailure::kShutdown));
+    }
+    out.result = std::string(by_client ? "the call was cancelled before it started"
+                                       : "the server is shutting down; this call was still queued "
+                                         "behind another call of its session and did not run");
     return out;
   }
   e.running = true;

@@ -257,7 +257,7 @@ bool ZygoteClient::WaitReady(int timeout_ms) {
   }) && ready_;
 }
 
-void ZygoteClient::FailAllRuns(const std::string& reason) {
+void ZygoteClient::FailAllRuns(const std::string& reason, RunFailure cause) {
   std::map<uint64_t, std::shared_ptr<RunSlot>> runs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -267,6 +267,7 @@ void ZygoteClient::FailAllRuns(const std::string& reason) {
     std::lock_guard<std::mutex> lock(slot->mu);
     slot->lost = true;
     slot->lost_reason = reason;
+    slot->lost_cause = cause;
     slot->Notify();
   }
 }
@@ -308,6 +309,7 @@ void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
   } else if (h.type == wire::Type::kStartFailed) {
     slot->lost = true;
     slot->lost_reason = "the sandbox could not start this run: " + payload;
+    slot->lost_cause = RunFailure::kStartFailed;
   }
   slot->Notify();
 }
@@ -335,7 +337,8 @@ bool ZygoteClient::BuryZygote() {
   }
   FailAllRuns(shutting_down ? "the server is shutting down; the run was ended"
                             : "the sandbox process died during this run and was restarted; "
-                              "the run was lost");
+                              "the run was lost",
+              shutting_down ? RunFailure::kShutdown : RunFailure::kSandboxLost);
   if (shutting_down) return false;
   log::Error("zygote_died", {{"pid", pid},
                              {"exit_status", WIFEXITED(status) ? WEXITSTATUS(status) : -1},

@@ -40,6 +40,7 @@ struct RunSlot {
   uint32_t ended_by = 0;    // wire::kExitedCpuBound or kExitedHeldProcesses
   bool lost = false;        // the zygote died or refused the run
   std::string lost_reason;
+  RunFailure lost_cause = RunFailure::kSandboxLost;
   // With mu held: wakes the run's I/O loop.
   void Notify();
   // The eventfd to poll. Open until CloseWake(), which only the run's own
@@ -106,7 +107,7 @@ class ZygoteClient {
   // False when the zygote ended because the server is shutting down.
   bool BuryZygote();
   void Restart();
-  void FailAllRuns(const std::string& reason);
+  void FailAllRuns(const std::string& reason, RunFailure cause);
   // One message to the zygote (under send_mu_); false with errno set. It
   // goes through the socket it found, which its reference keeps open: a
   // zygote that dies meanwhile is buried, and a restart makes new sockets,

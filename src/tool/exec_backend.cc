@@ -57,7 +57,7 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
   auto validated = ValidateExecArguments(arguments, config_);
   if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
   if (!scheduler_.Admit()) {
-    metrics_.RecordRefused();
+    metrics_.RecordFailure(RunFailureName(RunFailure::kAtCapacity));
     log::Warn("at_capacity", {});
     return ToolError("the server is at capacity: " + std::to_string(scheduler_.max_running()) +
                      " runs executing and " + std::to_string(scheduler_.max_queued()) +
@@ -72,7 +72,8 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
     ticket = sessions_.Reserve(connection, req.session, &error);
     if (!ticket) {
       executor_.Withdraw();
-      log::Warn("py_sessions_at_capacity", {{"max_py_sessions", config_.max_py_sessions}});
+      metrics_.RecordFailure(RunFailureName(RunFailure::kPySessionsFull));
+      log::Warn("py_sessions_full", {{"max_py_sessions", config_.max_py_sessions}});
       return ToolError(error);
     }
   }
@@ -88,6 +89,8 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   std::string refusal = SandboxRefusal(zygote_.report());
   if (!refusal.empty()) {
     executor_.Withdraw();
+    metrics_.RecordFailure(RunFailureName(RunFailure::kLayersMissing));
+    log::Warn("layers_missing", {{"why", refusal}});
     return ToolError("this server refuses to run code: " + refusal +
                      ". Run `mcp-exec doctor` for details.");
   }

@@ -142,7 +142,7 @@ async function metrics(origin) {
   };
   return {
     runs_ok: value('mcp_exec_runs_total{outcome="ok"}'),
-    runs_refused: value('mcp_exec_runs_total{outcome="refused"}'),
+    runs_refused: value('mcp_exec_runs_total{outcome="at_capacity"}'),
     sessions: value('mcp_exec_sessions'),
     streams: value('mcp_exec_streams'),
     zygote_restarts: value('mcp_exec_zygote_restarts_total'),

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
+#include "supervisor/run.h"
+
 namespace mcpexec {
 namespace {
 
@@ -13,6 +18,27 @@ TEST(MetricsTest, EveryRunOutcomeIsRendered) {
   EXPECT_NE(text.find("mcp_exec_runs_total{outcome=\"file_size\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("mcp_exec_runs_total{outcome=\"shutdown\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("mcp_exec_runs_total{outcome=\"ok\"} 0\n"), std::string::npos);
+}
+
+// Issue 20, point 2: one label per cause. The metric shows exactly the
+// outcomes a run can end with and the causes a call can fail for, each its
+// own (a failure that shares a run end's name, cancelled or shutdown, is the
+// same cause met before the run started).
+TEST(MetricsTest, TheOutcomesAreTheRunEndsAndTheFailureCauses) {
+  std::set<std::string> want = {"ok", "error"};
+  for (RunEnd e : AbnormalRunEnds()) want.insert(RunEndName(e));
+  std::set<std::string> causes;
+  for (RunFailure f : RunFailures()) {
+    EXPECT_TRUE(causes.insert(RunFailureName(f)).second) << RunFailureName(f);
+    want.insert(RunFailureName(f));
+  }
+  std::set<std::string> have(Metrics::kRunOutcomes.begin(), Metrics::kRunOutcomes.end());
+  EXPECT_EQ(have.size(), Metrics::kRunOutcomes.size()) << "a label listed twice";
+  EXPECT_EQ(have, want);
+  Metrics m;
+  m.RecordFailure(RunFailureName(RunFailure::kLockdownRefused));
+  EXPECT_NE(m.Render({}).find("mcp_exec_runs_total{outcome=\"lockdown_refused\"} 1\n"),
+            std::string::npos);
 }
 
 TEST(MetricsTest, HttpRefusalsAreCountedByStatus) {
