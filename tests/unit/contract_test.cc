@@ -241,3 +241,68 @@ TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
 
 }  // namespace
 }  // namespace mcpexec
+
+namespace mcpexec {
+namespace {
+
+// Whether v has the JSON type a schema names ("integer", "string", ...).
+bool HasSchemaType(const json& v, const std::string& type) {
+  if (type == "integer") return v.is_number_integer();
+  if (type == "number") return v.is_number();
+  if (type == "string") return v.is_string();
+  if (type == "boolean") return v.is_boolean();
+  if (type == "array") return v.is_array();
+  if (type == "object") return v.is_object();
+  return false;
+}
+
+// Issue 20, point 8: every field a result can carry is in the output
+// schema with its type, and the schema promises nothing a result never
+// carries. A result with every optional field set, then the six alone.
+TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
+  ExecResult r;
+  r.stdout_data = "out";
+  r.stderr_data = "err";
+  r.exit_code = -1;
+  r.signal = 9;
+  r.end = RunEnd::kSignal;
+  r.reason = "signal";
+  r.session = "s";
+  r.session_new = true;
+  r.session_ended = "its interpreter was killed";
+  r.stdout_lost = r.stderr_lost = true;
+  r.stdout_tail = "t";
+  r.stderr_tail = "u";
+  r.has_result = r.result_truncated = true;
+  r.result = "42";
+  r.images.push_back({"", "image/png", "png"});
+  r.images_omitted = 1;
+  r.files.push_back({"out/a.csv", "", "a,b\n"});
+  r.files_omitted.push_back({"out/b.bin", 9, "bytes"});
+  r.files_omitted_count = 1;
+  const json full = StructuredResult(r);
+  const json props = ExecOutputSchema()["properties"];
+  for (const auto& [key, value] : full.items()) {
+    ASSERT_TRUE(props.contains(key)) << key << " is carried but not in the schema";
+    const json type = props[key]["type"];
+    const bool ok = type.is_array()
+                        ? std::any_of(type.begin(), type.end(),
+                                      [&](const json& t) { return HasSchemaType(value, t); })
+                        : HasSchemaType(value, type.get<std::string>());
+    EXPECT_TRUE(ok) << key << " = " << value.dump() << " is not " << type.dump();
+  }
+  for (const auto& [key, schema] : props.items()) {
+    EXPECT_TRUE(full.contains(key)) << key << " is in the schema but no result carries it";
+  }
+  const json bare = StructuredResult(ExecResult{});
+  for (const auto& [key, value] : bare.items()) {
+    EXPECT_TRUE(props.contains(key)) << key;
+  }
+  for (const json& key : ExecOutputSchema()["required"]) {
+    EXPECT_TRUE(bare.contains(key.get<std::string>()))
+        << key << " is required but not always there";
+  }
+}
+
+}  // namespace
+}  // namespace mcpexec

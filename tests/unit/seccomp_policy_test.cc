@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -471,6 +472,59 @@ TEST(SeccompPolicyTable, ShadowingRowsAndDuplicatesAreErrors) {
   static constexpr ArgRule kNoCondition[] = {{"socket", {}, "no condition at all"}};
   error = PrepareError({kReadGroup, kNoCondition});
   EXPECT_NE(error.find("no condition"), std::string::npos) << error;
+}
+
+// Issue 20, point 8: the seccomp layer's line in SECURITY.md's table of
+// layers says what the table holds. Each claim of that line, as it is
+// written there, and what Describe() must show for its syscalls.
+TEST(SeccompPolicyTable, TheLayerDescriptionSaysWhatTheTableHolds) {
+  std::ifstream in(std::string(MCP_EXEC_SOURCE_DIR) + "/SECURITY.md");
+  ASSERT_TRUE(in) << "SECURITY.md";
+  std::string row;
+  for (std::string line; std::getline(in, line);) {
+    // The first: the table of layers (a later table says where it holds).
+    if (row.empty() && line.rfind("| seccomp | ", 0) == 0) row = line;
+  }
+  ASSERT_FALSE(row.empty()) << "SECURITY.md has no seccomp row in its table of layers";
+  std::multimap<std::string, std::string> actions;
+  for (const auto& d : sandbox::seccomp_policy::Describe()) actions.emplace(d.syscall, d.action);
+  struct Claim {
+    const char* phrase;                 // as SECURITY.md says it
+    std::vector<const char*> syscalls;  // what it speaks of
+    const char* action;                 // every rule of theirs starts so; "" none allows
+  };
+  const Claim claims[] = {
+      {"`socket` for AF_UNIX only", {"socket"}, "allow if arg0 (domain) == AF_UNIX"},
+      {"`clone3` answers ENOSYS", {"clone3"}, "errno ENOSYS"},
+      {"`ioctl` by request", {"ioctl"}, "allow if arg1 (request)"},
+      {"no `memfd_create`, SysV shared memory or inotify",
+       {"memfd_create", "shmget", "shmat", "shmctl", "inotify_init1", "inotify_add_watch"},
+       ""},
+      {"`setpriority`, `sched_setaffinity` and `prlimit64` on the caller itself only",
+       {"setpriority", "sched_setaffinity", "prlimit64"},
+       "allow if arg0"},
+      {"`ptrace`, `process_vm_*`, `open_by_handle_at`, module and kexec calls kill the process",
+       {"ptrace", "process_vm_readv", "process_vm_writev", "open_by_handle_at", "init_module",
+        "finit_module", "delete_module", "kexec_load", "kexec_file_load"},
+       "kill"},
+  };
+  for (const Claim& c : claims) {
+    EXPECT_NE(row.find(c.phrase), std::string::npos) << "SECURITY.md no longer says: " << c.phrase;
+    for (const char* name : c.syscalls) {
+      auto [first, last] = actions.equal_range(name);
+      if (*c.action == '\0') {
+        for (auto it = first; it != last; ++it) {
+          EXPECT_NE(it->second.rfind("allow", 0), 0U) << name << ": " << it->second;
+        }
+        continue;
+      }
+      EXPECT_NE(first, last) << c.phrase << ": the table has no rule for " << name;
+      for (auto it = first; it != last; ++it) {
+        EXPECT_EQ(it->second.rfind(c.action, 0), 0U)
+            << c.phrase << ": " << name << " is '" << it->second << "'";
+      }
+    }
+  }
 }
 
 }  // namespace
