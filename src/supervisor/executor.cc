@@ -24,6 +24,7 @@
 #include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "supervisor/results.h"
+#include "supervisor/status_reader.h"
 
 namespace mcpexec {
 
@@ -216,52 +217,6 @@ struct Executor::RunFds {
 };
 
 namespace {
-
-// What the status pipe said: at most kStatusReadMax bytes are ever kept.
-class StatusReader {
- public:
-  // Reads what is there; false once nothing more will be read (EOF, or the
-  // bound is reached: the caller closes the pipe).
-  bool Read(int fd) {
-    for (;;) {
-      ssize_t n = read(fd, buf_ + len_, sizeof buf_ - len_);
-      if (n > 0) {
-        len_ += static_cast<size_t>(n);
-        if (len_ == sizeof buf_) return false;
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 && errno == EAGAIN;
-    }
-  }
-  // The verdict, if the first record is a well-formed one.
-  const wire::LockdownVerdict* verdict() {
-    if (len_ < sizeof verdict_) return nullptr;
-    memcpy(&verdict_, buf_, sizeof verdict_);
-    if (verdict_.magic != wire::kVerdictMagic) return nullptr;
-    verdict_.error[sizeof verdict_.error - 1] = '\0';
-    return &verdict_;
-  }
-  // A session cell's end record at offset (after the verdict on a session's
-  // first cell, else first), once all of it is there.
-  bool cell_done(size_t offset, wire::CellDone* done) const {
-    if (len_ < offset + sizeof *done) return false;
-    memcpy(done, buf_ + offset, sizeof *done);
-    return done->magic == wire::kCellDoneMagic;
-  }
-  // The runtime's note after the verdict, if any.
-  uint32_t note() const {
-    wire::RunNote n{};
-    if (len_ < sizeof(wire::LockdownVerdict) + sizeof n) return wire::kReasonNone;
-    memcpy(&n, buf_ + sizeof(wire::LockdownVerdict), sizeof n);
-    return n.magic == wire::kNoteMagic ? n.reason : wire::kReasonNone;
-  }
-
- private:
-  char buf_[wire::kStatusReadMax];
-  size_t len_ = 0;
-  wire::LockdownVerdict verdict_{};
-};
 
 // How often a call that asked for progress hears of its run.
 constexpr auto kProgressEvery = std::chrono::seconds(1);

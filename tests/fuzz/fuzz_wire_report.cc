@@ -7,7 +7,7 @@
 //      Checked: what it takes keeps to every limit and the tool's result
 //      built from it serializes strictly (as ToolResult does);
 //   1: the status pipe (the lockdown verdict, the runtime's note, a session
-//      cell's CellDone record), read by the executor's StatusReader in two
+//      cell's CellDone record), read by the supervisor's StatusReader in two
 //      writes split where the second byte says. Checked: a verdict's error
 //      is terminated, the reader keeps at most its bound;
 //   2: one control message from the zygote, received as ZygoteClient
@@ -26,11 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-// StatusReader lives inside the executor: the real one is compiled here.
-// The target does not link the executor's object from mcpexec_supervisor:
-// every symbol of it is defined here first.
-#include "supervisor/executor.cc"
+#include "base/log.h"
+#include "process/wire.h"
 #include "supervisor/results.h"
+#include "supervisor/status_reader.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
 
