@@ -43,7 +43,10 @@ bool ReadStat(pid_t pid, ProcInfo* info) {
   return true;
 }
 
-std::map<pid_t, std::vector<pid_t>> ChildrenMap() {
+// Parent -> children, from one pass over /proc. Zombies are left out unless
+// asked for: nothing can kill them, but they count for RLIMIT_NPROC until
+// their parent reaps them.
+std::map<pid_t, std::vector<pid_t>> ChildrenMap(bool with_zombies = false) {
   std::map<pid_t, std::vector<pid_t>> children;
   DIR* d = opendir("/proc");
   if (!d) return children;
@@ -51,7 +54,7 @@ std::map<pid_t, std::vector<pid_t>> ChildrenMap() {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     pid_t pid = static_cast<pid_t>(atoi(e->d_name));
     ProcInfo info;
-    if (ReadStat(pid, &info) && info.state != 'Z' && info.state != 'X') {
+    if (ReadStat(pid, &info) && info.state != 'X' && (with_zombies || info.state != 'Z')) {
       children[info.ppid].push_back(pid);
     }
   }
@@ -132,14 +135,16 @@ bool UseOf(pid_t pid, TreeUse* use) {
     return false;
   }
   use->cpu_ticks = static_cast<int64_t>(utime + stime) + cutime + cstime;
-  use->tasks = threads;
+  use->tasks = std::max<long long>(threads, 1);  // a zombie shows 0 threads; it is a process
   return true;
 }
 
 }  // namespace
 
 std::vector<TreeUse> TreeUsage(const std::vector<pid_t>& roots) {
-  const auto children = ChildrenMap();  // one pass over /proc for all of them
+  // One pass over /proc for all of them. Zombies too: a process a session
+  // forked and never waited for still counts against RLIMIT_NPROC.
+  const auto children = ChildrenMap(true);
   std::vector<TreeUse> out;
   for (pid_t root : roots) {
     TreeUse total;

@@ -19,7 +19,8 @@ std::vector<pid_t> Descendants(pid_t root);
 std::vector<pid_t> Children(pid_t parent);
 // What a process tree uses: the CPU time (user and system, in clock ticks)
 // the root and its live descendants used, and the children each of them
-// reaped; and their threads, every one (what RLIMIT_NPROC counts).
+// reaped; and their threads, every one, zombies included as one each (what
+// RLIMIT_NPROC counts).
 // cpu_ticks is -1 when the root is gone.
 struct TreeUse {
   int64_t cpu_ticks = -1;

@@ -122,6 +122,63 @@ print("spinning, hard limit", hard)
   EXPECT_EQ(next["session_new"], true) << next.dump();
 }
 
+// Issue 19, point 2: children a session forked and never waited for are
+// zombies, gone from every process listing that skips them, yet each still
+// counts against RLIMIT_NPROC until it is reaped. They count for the bound.
+TEST_F(SessionEndTest, ZombiesASessionKeepsCountAgainstItsBound) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PROCESSES", "64"}}));
+  s.Initialize();
+  json held = s.Exec(R"(
+import os
+for _ in range(44):
+    if os.fork() == 0:
+        os._exit(0)
+print("44 left unreaped")
+)",
+                     {{"session", "zombies"}});
+  ASSERT_EQ(held["stdout"], "44 left unreaped\n") << held.dump();
+  const std::string forks = R"(
+import os
+pids = []
+try:
+    for _ in range(30):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        pids.append(pid)
+finally:
+    for pid in pids:
+        os.waitpid(pid, 0)
+print(len(pids), "forked")
+)";
+  json r;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    r = s.Exec(forks);
+    if (r["exit_code"] == 0) break;
+    usleep(500 * 1000);
+  }
+  EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
+  EXPECT_EQ(s.Exec("print(1)", {{"session", "zombies"}})["session_new"], true);
+}
+
+// The bound counts what sessions hold beyond their own interpreters (its
+// main thread and output flusher, and its init): sixteen idle sessions, 48
+// tasks of a budget of 64, hold nothing against the bound of 32, and none
+// is ended.
+TEST_F(SessionEndTest, IdleSessionsHoldNothingAgainstTheBound) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PROCESSES", "64"}, {"MCP_EXEC_MAX_PY_SESSIONS", "16"}}));
+  s.Initialize();
+  constexpr int kSessions = 16;
+  for (int i = 0; i < kSessions; ++i) {
+    ASSERT_EQ(s.Exec("x = 1", {{"session", "s" + std::to_string(i)}})["exit_code"], 0);
+  }
+  usleep(2500 * 1000);  // the zygote looks once a second
+  for (int i = 0; i < kSessions; ++i) {
+    json r = s.Exec("print(x)", {{"session", "s" + std::to_string(i)}});
+    EXPECT_EQ(r["session_new"], false) << i << ": " << r.dump();
+  }
+}
+
 // Issue 19, point 2 (SessionBoundTest.ChildrenASessionHoldsCannotStarveOtherRuns
 // holds it in the three postures): the bound during a cell ends the session,
 // and the call says why, with the number.
