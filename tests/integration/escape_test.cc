@@ -299,28 +299,8 @@ print(len(pids), "held")
     ASSERT_EQ(held["exit_code"], 0) << held.dump();
     ASSERT_EQ(held["stdout"], "44 held\n") << held.dump();
     // A one-shot run needs 30 of the 64: with the 44 held, fork fails with
-    // EAGAIN. The zygote looks once a second; a run started meanwhile may
-    // still find them, so it is retried for a few seconds.
-    const std::string forks = R"(
-import os
-pids = []
-try:
-    for _ in range(30):
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0)
-        pids.append(pid)
-finally:
-    for pid in pids:
-        os.waitpid(pid, 0)
-print(len(pids), "forked")
-)";
-    json r;
-    for (int attempt = 0; attempt < 10; ++attempt) {
-      r = s.Exec(forks);
-      if (r["exit_code"] == 0) break;
-      usleep(500 * 1000);
-    }
+    // EAGAIN.
+    json r = ForkInARun(s, 30);
     EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
     json next = s.Exec("print('again')", {{"session", "hog"}});
     EXPECT_EQ(next["session_new"], true) << "the session holding them was ended: " << next.dump();

@@ -323,4 +323,19 @@ std::string Marker(const std::string& prefix) {
   return prefix + std::to_string(rng() % 1000000000ull);
 }
 
+json ForkInARun(ServerProcess& s, int n) {
+  const std::string code = "import os\npids = []\ntry:\n    for _ in range(" + std::to_string(n) +
+                           "):\n        pid = os.fork()\n        if pid == 0:\n"
+                           "            os._exit(0)\n        pids.append(pid)\nfinally:\n"
+                           "    for pid in pids:\n        os.waitpid(pid, 0)\n"
+                           "print(len(pids), \"forked\")\n";
+  json r;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    r = s.Exec(code);
+    if (r["exit_code"] == 0) break;
+    usleep(500 * 1000);
+  }
+  return r;
+}
+
 }  // namespace mcpexec::testing

@@ -70,6 +70,11 @@ class ServerProcess {
   std::thread err_reader_;
 };
 
+// A one-shot run that forks n children and waits for them, printing
+// "<n> forked"; retried for 5 s while it fails, since the zygote ends a
+// session holding too many processes only once a second. The last result.
+json ForkInARun(ServerProcess& s, int n);
+
 // Process helpers (from /proc).
 std::vector<pid_t> ChildrenOf(pid_t parent, bool include_zombies);
 std::vector<pid_t> PidsWithCmdlineContaining(const std::string& needle);

@@ -137,26 +137,7 @@ print("44 left unreaped")
 )",
                      {{"session", "zombies"}});
   ASSERT_EQ(held["stdout"], "44 left unreaped\n") << held.dump();
-  const std::string forks = R"(
-import os
-pids = []
-try:
-    for _ in range(30):
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0)
-        pids.append(pid)
-finally:
-    for pid in pids:
-        os.waitpid(pid, 0)
-print(len(pids), "forked")
-)";
-  json r;
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    r = s.Exec(forks);
-    if (r["exit_code"] == 0) break;
-    usleep(500 * 1000);
-  }
+  json r = ForkInARun(s, 30);
   EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
   EXPECT_EQ(s.Exec("print(1)", {{"session", "zombies"}})["session_new"], true);
 }
