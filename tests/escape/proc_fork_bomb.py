@@ -1,6 +1,9 @@
 # escape: fork bomb: fork until something gives (the process limit must stop it far below 5000)
 # expect: pass
 # timeout: 60
+# session-end: held more than half of MCP_EXEC_MAX_PROCESSES
+# In a session the zygote may end the session first (the sessions together
+# may hold at most half of MCP_EXEC_MAX_PROCESSES), which is the stronger end.
 import errno
 import os
 import sys

@@ -32,6 +32,9 @@ struct Case {
   std::string prelude;    // tests/escape/_prelude_<name>.py goes in front
   bool distinct = false;  // lines starting "DISTINCT " must differ between repeats
   std::string skip_why;   // why the other postures cannot have the layer
+  // In a session, the zygote may end the session instead (its bound on the
+  // processes sessions hold): session_ended then must name this.
+  std::string session_end;
 };
 
 Case LoadCase(const std::string& file) {
@@ -60,6 +63,7 @@ Case LoadCase(const std::string& file) {
     if (auto v = value("prelude")) c.prelude = *v;
     if (auto v = value("distinct")) c.distinct = !v->empty();
     if (auto v = value("skip-why")) c.skip_why = *v;
+    if (auto v = value("session-end")) c.session_end = *v;
   }
   if (!c.prelude.empty()) {
     // Shared helpers, put in front so that the snippet still reaches the
@@ -198,7 +202,14 @@ TEST_P(EscapeTest, Snippet) {
       }
       EXPECT_GT(seen, 0) << report;
     }
-    if (c.expect == "pass") {
+    if (p.session && !c.session_end.empty() && out.contains("session_ended")) {
+      // The stronger outcome a session may have: the zygote ended it, and
+      // the call says why, with the bound that was hit.
+      EXPECT_EQ(out["exit_code"], -1) << report;
+      EXPECT_EQ(out.value("signal", 0), 9) << report;
+      EXPECT_NE(out["session_ended"].get<std::string>().find(c.session_end), std::string::npos)
+          << report;
+    } else if (c.expect == "pass") {
       EXPECT_EQ(out["exit_code"], 0) << report;
       EXPECT_NE(("\n" + stdout_text).find("\nPASS"), std::string::npos) << report;
     } else if (c.expect.rfind("killed ", 0) == 0) {
