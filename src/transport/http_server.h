@@ -150,7 +150,7 @@ class Server {
   void Stop();
   size_t connections() const;
 
-  struct Impl;  // in http_server.cc, where the connections reach it
+  struct Impl;  // in http_connection.h, where the connections reach it
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -2,27 +2,14 @@
 
 #include <poll.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <thread>
 
-#include "base/fair_share.h"
 #include "base/log.h"
-#include "protocol/mcp_session.h"
-#include "transport/http_server.h"
 
 namespace mcpexec {
 
@@ -30,21 +17,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string NewSessionId() {
-  unsigned char bytes[16];
-  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) abort();
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) id += hex[b >> 4], id += hex[b & 15];
-  return id;
-}
-
-std::string Dump(const json& msg) {
-  return msg.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string SseEvent(const json& msg) { return "event: message\ndata: " + Dump(msg) + "\n\n"; }
 
 http::Response PlainError(int status, const std::string& message) {
   http::Response r;
@@ -60,14 +32,14 @@ http::Response JsonRpcHttpError(int status, int code, const std::string& message
   r.content_type = "application/json";
   // Never a strict dump: the message may quote the client's bytes (a parse
   // error's, a header's), which need not be UTF-8.
-  r.body = Dump(jsonrpc::Error(nullptr, code, message));
+  r.body = LenientDump(jsonrpc::Error(nullptr, code, message));
   return r;
 }
 
 http::Response JsonAnswer(const json& msg) {
   http::Response r;
   r.content_type = "application/json";
-  r.body = Dump(msg);
+  r.body = LenientDump(msg);
   return r;
 }
 
@@ -88,393 +60,13 @@ bool IsSupportedVersion(const std::string& v) {
   return false;
 }
 
-// A POST waiting for the answer to its request. The answer may come before
-// the POST decided to stream (then it is answered as JSON) or after (then
-// it is the stream's one event).
-struct Waiter {
-  explicit Waiter(json request_id) : id(std::move(request_id)) {}
-  const json id;
-  std::mutex mu;
-  std::optional<json> answer;            // arrived before a stream was attached
-  std::shared_ptr<http::Stream> stream;  // attached once the POST streams
-  bool answered = false;                 // written to the stream
-  Clock::time_point give_up;
+// Headers a browser may send on a cross-origin request to us.
+constexpr const char* kCorsAllowHeaders =
+    "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH";
+constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
 
-  // With mu held: the answer goes out on the attached stream, which ends.
-  void DeliverLocked(const json& m) {
-    answered = true;
-    stream->Write(SseEvent(m));
-    stream->End();
-  }
-};
+}  // namespace
 
-// One MCP session. Answers to requests go to the POST that waits for them;
-// everything else goes to the session's event streams (for the legacy
-// transport: every message).
-class HttpSession {
- public:
-  HttpSession(ToolBackend& backend, bool legacy)
-      : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {
-    // Streamable HTTP: a request's progress goes on that request's stream.
-    if (!legacy_) {
-      mcp_.SetRelatedSender(
-          [this](const json& m, const json& request_id) { return ToRequestStream(m, request_id); });
-    }
-  }
-
-  bool legacy() const { return legacy_; }
-
-  std::shared_ptr<Waiter> Expect(const json& id) {
-    auto w = std::make_shared<Waiter>(id);
-    std::lock_guard<std::mutex> lock(mu_);
-    waiters_[id.dump()] = w;
-    return w;
-  }
-  // Only this waiter: a client may reuse an id once answered, and this may
-  // run after it did (a stream's on_close runs when the bytes are gone).
-  void Forget(const json& id, const std::shared_ptr<Waiter>& w) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = waiters_.find(id.dump());
-    if (it != waiters_.end() && it->second == w) waiters_.erase(it);
-  }
-  // Legacy transport: a request whose answer will travel on the stream.
-  void ExpectOnStream(const json& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.insert(id.dump());
-  }
-  void NotExpected(const json& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(id.dump());
-    if (it != pending_.end()) pending_.erase(it);
-  }
-
-  // An event stream of this session (GET /mcp, or the legacy stream): what
-  // waited for one is written to it first.
-  void Attach(std::shared_ptr<http::Stream> s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Prune();
-    while (!events_.empty()) {
-      s->Write(std::move(events_.front()));
-      events_.pop_front();
-    }
-    streams_.push_back(std::move(s));
-  }
-  void Detached() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Prune();
-  }
-  void EndStreams() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& s : streams_) s->End();
-  }
-
-  // Ends the session: its streams end, its calls are cancelled (no answer,
-  // as for a client's cancellation).
-  void Close() {
-    std::vector<std::shared_ptr<Waiter>> waiting;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closed_ = true;
-      for (auto& s : streams_) s->End();
-      for (auto& [k, w] : waiters_) waiting.push_back(w);
-    }
-    for (auto& w : waiting) {
-      std::lock_guard<std::mutex> lock(w->mu);
-      if (w->stream) w->stream->End();
-    }
-    mcp_.CancelAll();
-  }
-  bool closed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return closed_;
-  }
-
-  // Nothing owed to a client: no POST waits for an answer, no legacy
-  // request is unanswered, and everything written reached the sockets.
-  bool Quiet() {
-    std::vector<std::shared_ptr<Waiter>> waiting;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!pending_.empty()) return false;
-      for (auto& s : streams_) {
-        if (!s->Flushed()) return false;
-      }
-      for (auto& [k, w] : waiters_) waiting.push_back(w);
-    }
-    for (auto& w : waiting) {
-      std::lock_guard<std::mutex> lock(w->mu);
-      if (w->stream && !w->answered) return false;
-    }
-    return true;
-  }
-
-  // Answers with an error what is still owed: POSTs past their give-up time
-  // (all of them with `all`, at shutdown) and, with `all`, the legacy
-  // stream's unanswered requests. Returns how many were answered.
-  int AnswerOverdue(Clock::time_point now, bool all, const std::string& why) {
-    std::vector<std::shared_ptr<Waiter>> waiting;
-    std::vector<std::string> legacy_ids;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& [k, w] : waiters_) waiting.push_back(w);
-      if (all) legacy_ids.assign(pending_.begin(), pending_.end());
-    }
-    int n = 0;
-    for (auto& w : waiting) {
-      std::lock_guard<std::mutex> lock(w->mu);
-      if (!w->stream || w->answered || (!all && now < w->give_up)) continue;
-      w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
-      ++n;
-    }
-    for (const auto& id : legacy_ids) {
-      Route(jsonrpc::Error(json::parse(id), jsonrpc::kInternalError, why));
-      ++n;
-    }
-    return n;
-  }
-
-  void Touch() {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_used_ = Clock::now();
-  }
-  Clock::time_point last_used() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return last_used_;
-  }
-  McpSession& mcp() { return mcp_; }
-  std::atomic<int> streams{0};
-  std::string client;  // the address that opened it (set once, before it is shared)
-
- private:
-  bool ToRequestStream(const json& m, const json& request_id) {
-    std::shared_ptr<Waiter> w;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = waiters_.find(request_id.dump());
-      if (it == waiters_.end()) return false;
-      w = it->second;
-    }
-    std::lock_guard<std::mutex> lock(w->mu);
-    if (!w->stream || w->answered) return false;
-    // Progress is never queued behind progress: while a client has not read
-    // the last one, a newer one is dropped (the next says more anyway).
-    if (IsProgress(m) && !w->stream->Flushed()) return true;
-    w->stream->Write(SseEvent(m));
-    return true;
-  }
-  static bool IsProgress(const json& m) {
-    return m.is_object() && m.value("method", "") == "notifications/progress";
-  }
-  void Route(const json& m) {
-    const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
-    std::shared_ptr<Waiter> w;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (has_id && !legacy_) {
-        auto it = waiters_.find(m["id"].dump());
-        if (it != waiters_.end()) w = it->second;
-      }
-      if (!w) {
-        if (has_id && legacy_) {
-          auto it = pending_.find(m["id"].dump());
-          if (it != pending_.end()) pending_.erase(it);
-        }
-        if (closed_) return;
-        std::string event = SseEvent(m);
-        for (auto& s : streams_) {
-          if (s->Open()) {
-            if (!IsProgress(m) || s->Flushed()) s->Write(std::move(event));
-            return;
-          }
-        }
-        if (IsProgress(m)) return;  // stale by the time a stream opens
-        // No stream yet (or any more): kept for the next one, within reason.
-        if (events_.size() >= kMaxQueuedEvents) events_.pop_front();
-        events_.push_back(std::move(event));
-        return;
-      }
-    }
-    std::lock_guard<std::mutex> lock(w->mu);
-    if (w->answered) return;
-    if (w->stream) {
-      w->DeliverLocked(m);
-    } else {
-      w->answer = m;
-    }
-  }
-  void Prune() {
-    streams_.erase(
-        std::remove_if(streams_.begin(), streams_.end(),
-                       [](const std::shared_ptr<http::Stream>& s) { return !s->Open(); }),
-        streams_.end());
-  }
-
-  static constexpr size_t kMaxQueuedEvents = 1000;
-  const bool legacy_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Waiter>> waiters_;
-  std::multiset<std::string> pending_;
-  std::vector<std::shared_ptr<http::Stream>> streams_;
-  std::deque<std::string> events_;
-  bool closed_ = false;
-  Clock::time_point last_used_ = Clock::now();
-  // Last: destroyed first, so that its destructor (which waits for the
-  // session's calls) runs while Route() can still reach the members above.
-  McpSession mcp_;
-};
-
-// The open sessions, and the closed ones whose calls still run: a call's
-// thread holds the session (it answers through Route), so a session is
-// destroyed only once nothing but this table holds it.
-class SessionTable {
- public:
-  explicit SessionTable(size_t max) : max_(max), share_(std::max<size_t>(1, max / 2)) {}
-  // One client (its address) cannot lock every other out of the sessions
-  // (256 initialize in 0.1 s did, for the idle timeout): a client at its
-  // share, half of them, that opens another loses its own least recently
-  // used idle session (no call running, no stream open: clients that never
-  // send DELETE); with the table full, a client holding fewer than another
-  // takes that one's least recently used idle session. Otherwise *why says
-  // why not.
-  std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy,
-                                                              const std::string& client,
-                                                              std::string* why) {
-    std::shared_ptr<HttpSession> evicted;
-    std::pair<std::string, std::shared_ptr<HttpSession>> made;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      std::map<std::string, size_t> held{{client, 0}};
-      for (const auto& [id, s] : map_) ++held[s->client];
-      // Whose idle session goes, if one must.
-      const std::optional<std::string> from =
-          WhoGivesWay(held, client, share_, map_.size() >= max_);
-      if (held[client] >= share_ || map_.size() >= max_) {
-        auto victim = map_.end();
-        for (auto it = map_.begin(); from && it != map_.end(); ++it) {
-          if (it->second->client != *from || it->second->streams != 0 ||
-              it->second->mcp().in_flight() != 0) {
-            continue;
-          }
-          if (victim == map_.end() || it->second->last_used() < victim->second->last_used()) {
-            victim = it;
-          }
-        }
-        if (victim == map_.end()) {
-          *why = held[client] >= share_
-                     ? "too many sessions from this client: it holds " +
-                           std::to_string(held[client]) +
-                           ", half of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
-                           ", and each has a call or a stream open. End one with DELETE"
-                     : "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
-          return {"", nullptr};
-        }
-        evicted = victim->second;
-        closing_.push_back(evicted);
-        map_.erase(victim);
-      }
-      std::string id = NewSessionId();
-      auto s = std::make_shared<HttpSession>(backend, legacy);
-      s->client = client;
-      map_[id] = s;
-      made = {id, s};
-    }
-    if (evicted) {
-      evicted->Close();
-      log::Info("session_evicted",
-                {{"why", "idle, and its client held more than another"}, {"share", share_}});
-    }
-    return made;
-  }
-  std::shared_ptr<HttpSession> Find(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(id);
-    if (it == map_.end()) return nullptr;
-    it->second->Touch();
-    return it->second;
-  }
-  std::shared_ptr<HttpSession> Remove(const std::string& id) {
-    std::shared_ptr<HttpSession> s;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = map_.find(id);
-      if (it == map_.end()) return nullptr;
-      s = it->second;
-      map_.erase(it);
-      closing_.push_back(s);
-    }
-    s->Close();
-    return s;
-  }
-  int ExpireIdle(std::chrono::seconds idle) {
-    std::vector<std::shared_ptr<HttpSession>> expired;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto now = Clock::now();
-      for (auto it = map_.begin(); it != map_.end();) {
-        if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
-            now - it->second->last_used() > idle) {
-          expired.push_back(it->second);
-          closing_.push_back(it->second);
-          it = map_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    for (auto& s : expired) s->Close();
-    return static_cast<int>(expired.size());
-  }
-  // Destroys the closed sessions nothing else holds any more (their calls
-  // are over). Returns how many closed ones remain.
-  size_t Reap() {
-    std::vector<std::shared_ptr<HttpSession>> done;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = closing_.begin(); it != closing_.end();) {
-      if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
-        done.push_back(std::move(*it));
-        it = closing_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return closing_.size();
-  }
-  std::vector<std::shared_ptr<HttpSession>> All() {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::shared_ptr<HttpSession>> out;
-    for (auto& [id, s] : map_) out.push_back(s);
-    return out;
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return map_.size();
-  }
-  void CloseAll() {
-    std::vector<std::shared_ptr<HttpSession>> all;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& [id, s] : map_) all.push_back(s), closing_.push_back(s);
-      map_.clear();
-    }
-    for (auto& s : all) s->Close();
-  }
-  // The sessions whose calls never ended: kept (never destroyed) so that a
-  // late call thread finds its session, when the process is about to exit.
-  void Abandon() {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(closing_));
-    (void)leaked;
-    closing_.clear();
-  }
-
- private:
-  const size_t max_, share_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<HttpSession>> map_;
-  std::vector<std::shared_ptr<HttpSession>> closing_;
-};
-
-// The HTTP limits, from the configuration and the descriptors we may open.
 http::Limits LimitsFor(const Config& config) {
   http::Limits l;
   l.max_body_bytes = static_cast<uint64_t>(EffectiveMaxRequestBytes(config));
@@ -490,68 +82,20 @@ http::Limits LimitsFor(const Config& config) {
   return l;
 }
 
-// Headers a browser may send on a cross-origin request to us.
-constexpr const char* kCorsAllowHeaders =
-    "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH";
-constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
+HttpTransport::HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
+                             SessionTable::NewId new_session_id)
+    : tools_(tools),
+      health_(health),
+      config_(config),
+      listen_(http_policy::ParseAddr(config.addr)),
+      sessions_(static_cast<size_t>(config.max_sessions), std::move(new_session_id)),
+      server_(*this, LimitsFor(config)) {}
 
-class HttpTransport final : public http::Handler {
- public:
-  HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config)
-      : tools_(tools),
-        health_(health),
-        config_(config),
-        listen_(http_policy::ParseAddr(config.addr)),
-        sessions_(static_cast<size_t>(config.max_sessions)),
-        server_(*this, LimitsFor(config)) {}
-
-  int Run(int signal_fd);
-
-  std::optional<http::Response> Screen(const http::Request& req, http::Headers* extra) override;
-  bool TakesBody(const http::Request& req) override;
-  bool Inline(const http::Request& req) override;
-  void Handle(http::Request req, std::shared_ptr<http::Exchange> ex) override;
-  void Refused(int status, const std::string& method, const std::string& path,
-               const std::string& client) override;
-
- private:
-  static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
-  http::Response Preflight(const http::Request& req);
-  void StreamablePost(const http::Request& req, http::Exchange& ex);
-  std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
-  std::optional<http::Response> ParsePostMessage(const http::Request& req, json* msg) const;
-  std::optional<http::Response> SessionForPost(const http::Request& req, const json& msg,
-                                               std::shared_ptr<HttpSession>* session,
-                                               http::Headers* session_header);
-  void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
-                      const std::shared_ptr<Waiter>& waiter, const json& id,
-                      http::Headers session_header);
-  void StreamableGet(const http::Request& req, http::Exchange& ex);
-  void StreamableDelete(const http::Request& req, http::Exchange& ex);
-  void LegacyGet(const http::Request& req, http::Exchange& ex);
-  void LegacyPost(const http::Request& req, http::Exchange& ex);
-  bool ReserveStream();
-  // Shutdown: the calls past the grace period are ended and answered.
-  void Drain();
-  void FlushRefusalLog(Clock::time_point now);
-
-  ToolBackend& tools_;
-  ServerHealth& health_;
-  const Config& config_;
-  const http_policy::Listen listen_;
-  SessionTable sessions_;
-  std::atomic<int64_t> streams_{0};       // open GET and legacy streams
-  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
-  std::atomic<bool> stopping_{false};     // no new work; streams end
-  // Refusal log lines, at most kRefusalLinesPerSecond (the rest counted).
-  static constexpr int kRefusalLinesPerSecond = 50;
-  std::mutex refusal_mu_;
-  Clock::time_point refusal_window_ = Clock::now();
-  int refusal_lines_ = 0;
-  int64_t refusals_unlogged_ = 0;
-  // Last: stopped and destroyed first, while what its callbacks reach lives.
-  http::Server server_;
-};
+int64_t HttpTransport::CallsInFlight() {
+  int64_t n = 0;
+  for (const auto& s : sessions_.All()) n += s->mcp().in_flight();
+  return n;
+}
 
 std::optional<http::Response> HttpTransport::Screen(const http::Request& req,
                                                     http::Headers* extra) {
@@ -1046,8 +590,6 @@ int HttpTransport::Run(int signal_fd) {
   }
   return 0;
 }
-
-}  // namespace
 
 int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd) {
   HttpTransport transport(tools, health, config);

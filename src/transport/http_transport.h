@@ -6,14 +6,87 @@
 // transport/http_server.h (Boost.Beast).
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "base/config.h"
 #include "protocol/health.h"
 #include "protocol/mcp_session.h"
 #include "transport/http_policy.h"
+#include "transport/http_server.h"
+#include "transport/http_session.h"
 
 namespace mcpexec {
+
+// The HTTP limits, from the configuration and the descriptors we may open.
+http::Limits LimitsFor(const Config& config);
+
+// The MCP endpoints on the HTTP server: screening (auth, Host, Origin),
+// routing, the streamable and legacy transports, probes and metrics, and
+// the drain at shutdown.
+class HttpTransport final : public http::Handler {
+ public:
+  // new_session_id: where session ids come from (random; a fuzz target
+  // counts instead).
+  HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
+                SessionTable::NewId new_session_id = RandomSessionId);
+
+  // Serves until a termination signal arrives on signal_fd (see ServeHttp).
+  int Run(int signal_fd);
+  // The calls running in the open sessions.
+  int64_t CallsInFlight();
+
+  std::optional<http::Response> Screen(const http::Request& req, http::Headers* extra) override;
+  bool TakesBody(const http::Request& req) override;
+  bool Inline(const http::Request& req) override;
+  void Handle(http::Request req, std::shared_ptr<http::Exchange> ex) override;
+  void Refused(int status, const std::string& method, const std::string& path,
+               const std::string& client) override;
+
+ private:
+  static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
+  http::Response Preflight(const http::Request& req);
+  void StreamablePost(const http::Request& req, http::Exchange& ex);
+  std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
+  std::optional<http::Response> ParsePostMessage(const http::Request& req,
+                                                 nlohmann::json* msg) const;
+  std::optional<http::Response> SessionForPost(const http::Request& req, const nlohmann::json& msg,
+                                               std::shared_ptr<HttpSession>* session,
+                                               http::Headers* session_header);
+  void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
+                      const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
+                      http::Headers session_header);
+  void StreamableGet(const http::Request& req, http::Exchange& ex);
+  void StreamableDelete(const http::Request& req, http::Exchange& ex);
+  void LegacyGet(const http::Request& req, http::Exchange& ex);
+  void LegacyPost(const http::Request& req, http::Exchange& ex);
+  bool ReserveStream();
+  // Shutdown: the calls past the grace period are ended and answered.
+  void Drain();
+  void FlushRefusalLog(std::chrono::steady_clock::time_point now);
+
+  ToolBackend& tools_;
+  ServerHealth& health_;
+  const Config& config_;
+  const http_policy::Listen listen_;
+  SessionTable sessions_;
+  std::atomic<int64_t> streams_{0};       // open GET and legacy streams
+  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
+  std::atomic<bool> stopping_{false};     // no new work; streams end
+  // Refusal log lines, at most kRefusalLinesPerSecond (the rest counted).
+  static constexpr int kRefusalLinesPerSecond = 50;
+  std::mutex refusal_mu_;
+  std::chrono::steady_clock::time_point refusal_window_ = std::chrono::steady_clock::now();
+  int refusal_lines_ = 0;
+  int64_t refusals_unlogged_ = 0;
+  // Last: stopped and destroyed first, while what its callbacks reach lives.
+  http::Server server_;
+};
 
 // Serves until a termination signal arrives on signal_fd; then stops taking
 // work, lets running calls finish for the grace period, ends the rest with

@@ -1,17 +1,17 @@
 // HTTP client connections fed arbitrary bytes, through the real server
-// (src/transport/http_server.cc: Beast's parser with our limits and the
+// (src/transport/http_connection.h: Beast's parser with our limits and the
 // connection's handling: headers, bodies, chunked, keep-alive, pipelining,
 // refusals) and the real MCP transport on it (src/transport/
-// http_transport.cc: auth, Origin and Host policy, CORS, streamable HTTP and
-// legacy SSE, sessions, probes, metrics). Both files are compiled into this
-// target, as their connection and handler are internal to them.
+// http_transport.h: auth, Origin and Host policy, CORS, streamable HTTP and
+// legacy SSE, sessions, probes, metrics), both linked from the library.
 //
 // What differs from served connections: each socket is one end of a
 // socketpair instead of an accepted TCP socket, and everything runs on this
 // thread, in an order the harness sets: the I/O, the handlers (the worker
 // pool is stopped, so it runs what it is given at once) and the calls'
 // answers (the backend releases them once the I/O has settled). Session ids
-// come from a counter instead of getrandom(): the first session an input
+// come from a counter instead of getrandom() (the transport takes where
+// its ids come from): the first session an input
 // opens is 32 zeros, the second "0101...01", and so on.
 //
 // The server's socket has a small send buffer (a client that reads slowly),
@@ -30,7 +30,6 @@
 // crashes, throws or hangs, and what comes back is HTTP.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,45 +47,22 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "fuzz_backend.h"
-
-namespace mcpexec::fuzz {
-
-int g_sessions_made = 0;
-
-// getrandom() for the session ids: every byte the session's number.
-ssize_t SessionIdBytes(void* buf, size_t n, unsigned /*flags*/) {
-  memset(buf, g_sessions_made++ & 0xff, n);
-  return static_cast<ssize_t>(n);
-}
-
-}  // namespace mcpexec::fuzz
-
-#define getrandom ::mcpexec::fuzz::SessionIdBytes
-#include "transport/http_server.cc"     // NOLINT(bugprone-suspicious-include)
-#include "transport/http_transport.cc"  // NOLINT(bugprone-suspicious-include)
-#undef getrandom
+#include "transport/http_connection.h"
+#include "transport/http_transport.h"
 
 namespace mcpexec {
 namespace {
 
-// The harness reads whether the sessions' calls have ended; the transport
-// keeps its session table private. (An explicit instantiation may name a
-// private member: the standard way to reach one without editing the class.)
-struct SessionsTag {
-  using type = SessionTable HttpTransport::*;
-  friend type Member(SessionsTag);
-};
-template <typename Tag, typename Tag::type M>
-struct Expose {
-  friend typename Tag::type Member(Tag) { return M; }
-};
-template struct Expose<SessionsTag, &HttpTransport::sessions_>;
-
-int64_t CallsInFlight(HttpTransport& transport) {
-  int64_t n = 0;
-  for (const auto& s : (transport.*Member(SessionsTag{})).All()) n += s->mcp().in_flight();
-  return n;
+// Session ids from a counter: every byte of the id the session's number.
+int g_sessions_made = 0;
+std::string CountedSessionId() {
+  char hex[3];
+  snprintf(hex, sizeof hex, "%02x", g_sessions_made++ & 0xff);
+  std::string id;
+  for (int i = 0; i < 16; ++i) id += hex;
+  return id;
 }
 
 constexpr char kClient[] = "127.0.0.1";
@@ -261,7 +237,7 @@ void Drive(http::Server::Impl& server, HttpTransport& transport, fuzz::FuzzBacke
     size_t moved = Turn(server.ioc);
     for (size_t i = 0; i < started; ++i) moved += links[i].client->Pump();
     if (moved > 0) continue;
-    if (backend.unfinished() > 0 || CallsInFlight(transport) > 0) {
+    if (backend.unfinished() > 0 || transport.CallsInFlight() > 0) {
       backend.Release();  // the I/O has settled: the calls accepted so far answer
       if (std::chrono::steady_clock::now() > give_up) {
         fprintf(stderr, "fuzz_http: calls did not end within 20 s\n");
@@ -297,10 +273,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mcpexec;  // NOLINT(google-build-using-namespace)
   if (size < 1) return -1;
-  fuzz::g_sessions_made = 0;
+  g_sessions_made = 0;
   const Config config = ConfigFor(data[0]);
   fuzz::FuzzBackend backend(config);
-  HttpTransport transport(backend, backend, config);
+  HttpTransport transport(backend, backend, config, CountedSessionId);
   // The connections' server, declared last: destroyed first, while the
   // transport its callbacks reach still lives (as in HttpTransport itself).
   http::Server::Impl server(transport, LimitsFor(config));

@@ -1,0 +1,382 @@
+#include "transport/http_session.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/fair_share.h"
+#include "base/log.h"
+
+namespace mcpexec {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string LenientDump(const json& msg) {
+  return msg.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string SseEvent(const json& msg) {
+  return "event: message\ndata: " + LenientDump(msg) + "\n\n";
+}
+
+void Waiter::DeliverLocked(const json& m) {
+  answered = true;
+  stream->Write(SseEvent(m));
+  stream->End();
+}
+
+namespace {
+
+bool IsProgress(const json& m) {
+  return m.is_object() && m.value("method", "") == "notifications/progress";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ HttpSession
+
+HttpSession::HttpSession(ToolBackend& backend, bool legacy)
+    : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {
+  // Streamable HTTP: a request's progress goes on that request's stream.
+  if (!legacy_) {
+    mcp_.SetRelatedSender(
+        [this](const json& m, const json& request_id) { return ToRequestStream(m, request_id); });
+  }
+}
+
+std::shared_ptr<Waiter> HttpSession::Expect(const json& id) {
+  auto w = std::make_shared<Waiter>(id);
+  std::lock_guard<std::mutex> lock(mu_);
+  waiters_[id.dump()] = w;
+  return w;
+}
+
+void HttpSession::Forget(const json& id, const std::shared_ptr<Waiter>& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = waiters_.find(id.dump());
+  if (it != waiters_.end() && it->second == w) waiters_.erase(it);
+}
+
+void HttpSession::ExpectOnStream(const json& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.insert(id.dump());
+}
+
+void HttpSession::NotExpected(const json& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(id.dump());
+  if (it != pending_.end()) pending_.erase(it);
+}
+
+void HttpSession::Attach(std::shared_ptr<http::Stream> s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Prune();
+  while (!events_.empty()) {
+    s->Write(std::move(events_.front()));
+    events_.pop_front();
+  }
+  streams_.push_back(std::move(s));
+}
+
+void HttpSession::Detached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Prune();
+}
+
+void HttpSession::EndStreams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : streams_) s->End();
+}
+
+void HttpSession::Close() {
+  std::vector<std::shared_ptr<Waiter>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    for (auto& s : streams_) s->End();
+    for (auto& [k, w] : waiters_) waiting.push_back(w);
+  }
+  for (auto& w : waiting) {
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (w->stream) w->stream->End();
+  }
+  mcp_.CancelAll();
+}
+
+bool HttpSession::closed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+bool HttpSession::Quiet() {
+  std::vector<std::shared_ptr<Waiter>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_.empty()) return false;
+    for (auto& s : streams_) {
+      if (!s->Flushed()) return false;
+    }
+    for (auto& [k, w] : waiters_) waiting.push_back(w);
+  }
+  for (auto& w : waiting) {
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (w->stream && !w->answered) return false;
+  }
+  return true;
+}
+
+int HttpSession::AnswerOverdue(Clock::time_point now, bool all, const std::string& why) {
+  std::vector<std::shared_ptr<Waiter>> waiting;
+  std::vector<std::string> legacy_ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, w] : waiters_) waiting.push_back(w);
+    if (all) legacy_ids.assign(pending_.begin(), pending_.end());
+  }
+  int n = 0;
+  for (auto& w : waiting) {
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (!w->stream || w->answered || (!all && now < w->give_up)) continue;
+    w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
+    ++n;
+  }
+  for (const auto& id : legacy_ids) {
+    Route(jsonrpc::Error(json::parse(id), jsonrpc::kInternalError, why));
+    ++n;
+  }
+  return n;
+}
+
+void HttpSession::Touch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_used_ = Clock::now();
+}
+
+Clock::time_point HttpSession::last_used() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_used_;
+}
+
+bool HttpSession::ToRequestStream(const json& m, const json& request_id) {
+  std::shared_ptr<Waiter> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = waiters_.find(request_id.dump());
+    if (it == waiters_.end()) return false;
+    w = it->second;
+  }
+  std::lock_guard<std::mutex> lock(w->mu);
+  if (!w->stream || w->answered) return false;
+  // Progress is never queued behind progress: while a client has not read
+  // the last one, a newer one is dropped (the next says more anyway).
+  if (IsProgress(m) && !w->stream->Flushed()) return true;
+  w->stream->Write(SseEvent(m));
+  return true;
+}
+
+void HttpSession::ToStreamsLocked(const json& m) {
+  if (closed_) return;
+  std::string event = SseEvent(m);
+  for (auto& s : streams_) {
+    if (s->Open()) {
+      if (!IsProgress(m) || s->Flushed()) s->Write(std::move(event));
+      return;
+    }
+  }
+  if (IsProgress(m)) return;  // stale by the time a stream opens
+  // No stream yet (or any more): kept for the next one, within reason.
+  if (events_.size() >= kMaxQueuedEvents) events_.pop_front();
+  events_.push_back(std::move(event));
+}
+
+void HttpSession::Route(const json& m) {
+  const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
+  std::shared_ptr<Waiter> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (has_id && !legacy_) {
+      auto it = waiters_.find(m["id"].dump());
+      if (it != waiters_.end()) w = it->second;
+    }
+    if (!w) {
+      if (has_id && legacy_) {
+        auto it = pending_.find(m["id"].dump());
+        if (it != pending_.end()) pending_.erase(it);
+      }
+      ToStreamsLocked(m);
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(w->mu);
+  if (w->answered) return;
+  if (w->stream) {
+    w->DeliverLocked(m);
+  } else {
+    w->answer = m;
+  }
+}
+
+void HttpSession::Prune() {
+  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                [](const std::shared_ptr<http::Stream>& s) { return !s->Open(); }),
+                 streams_.end());
+}
+
+// ----------------------------------------------------------- SessionTable
+
+std::string RandomSessionId() {
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) abort();
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) id += hex[b >> 4], id += hex[b & 15];
+  return id;
+}
+
+SessionTable::SessionTable(size_t max, NewId new_id)
+    : max_(max), share_(std::max<size_t>(1, max / 2)), new_id_(std::move(new_id)) {}
+
+std::map<std::string, std::shared_ptr<HttpSession>>::iterator SessionTable::IdleVictimLocked(
+    const std::optional<std::string>& from) {
+  auto victim = map_.end();
+  for (auto it = map_.begin(); from && it != map_.end(); ++it) {
+    if (it->second->client != *from || it->second->streams != 0 ||
+        it->second->mcp().in_flight() != 0) {
+      continue;
+    }
+    if (victim == map_.end() || it->second->last_used() < victim->second->last_used()) {
+      victim = it;
+    }
+  }
+  return victim;
+}
+
+std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBackend& backend,
+                                                                          bool legacy,
+                                                                          const std::string& client,
+                                                                          std::string* why) {
+  std::shared_ptr<HttpSession> evicted;
+  std::pair<std::string, std::shared_ptr<HttpSession>> made;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, size_t> held{{client, 0}};
+    for (const auto& [id, s] : map_) ++held[s->client];
+    // Whose idle session goes, if one must.
+    const std::optional<std::string> from = WhoGivesWay(held, client, share_, map_.size() >= max_);
+    if (held[client] >= share_ || map_.size() >= max_) {
+      auto victim = IdleVictimLocked(from);
+      if (victim == map_.end()) {
+        *why = held[client] >= share_
+                   ? "too many sessions from this client: it holds " +
+                         std::to_string(held[client]) +
+                         ", half of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
+                         ", and each has a call or a stream open. End one with DELETE"
+                   : "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
+        return {"", nullptr};
+      }
+      evicted = victim->second;
+      closing_.push_back(evicted);
+      map_.erase(victim);
+    }
+    std::string id = new_id_();
+    auto s = std::make_shared<HttpSession>(backend, legacy);
+    s->client = client;
+    map_[id] = s;
+    made = {id, s};
+  }
+  if (evicted) {
+    evicted->Close();
+    log::Info("session_evicted",
+              {{"why", "idle, and its client held more than another"}, {"share", share_}});
+  }
+  return made;
+}
+
+std::shared_ptr<HttpSession> SessionTable::Find(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(id);
+  if (it == map_.end()) return nullptr;
+  it->second->Touch();
+  return it->second;
+}
+
+std::shared_ptr<HttpSession> SessionTable::Remove(const std::string& id) {
+  std::shared_ptr<HttpSession> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(id);
+    if (it == map_.end()) return nullptr;
+    s = it->second;
+    map_.erase(it);
+    closing_.push_back(s);
+  }
+  s->Close();
+  return s;
+}
+
+int SessionTable::ExpireIdle(std::chrono::seconds idle) {
+  std::vector<std::shared_ptr<HttpSession>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = Clock::now();
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (it->second->streams == 0 && it->second->mcp().in_flight() == 0 &&
+          now - it->second->last_used() > idle) {
+        expired.push_back(it->second);
+        closing_.push_back(it->second);
+        it = map_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& s : expired) s->Close();
+  return static_cast<int>(expired.size());
+}
+
+size_t SessionTable::Reap() {
+  std::vector<std::shared_ptr<HttpSession>> done;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = closing_.begin(); it != closing_.end();) {
+    if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
+      done.push_back(std::move(*it));
+      it = closing_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return closing_.size();
+}
+
+std::vector<std::shared_ptr<HttpSession>> SessionTable::All() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<HttpSession>> out;
+  for (auto& [id, s] : map_) out.push_back(s);
+  return out;
+}
+
+size_t SessionTable::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+void SessionTable::CloseAll() {
+  std::vector<std::shared_ptr<HttpSession>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, s] : map_) all.push_back(s), closing_.push_back(s);
+    map_.clear();
+  }
+  for (auto& s : all) s->Close();
+}
+
+void SessionTable::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(closing_));
+  (void)leaked;
+  closing_.clear();
+}
+
+}  // namespace mcpexec
