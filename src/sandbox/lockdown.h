@@ -1,8 +1,8 @@
 // The order of the lockdown, one layer per file (sandbox/*.h): the zygote
 // prepares once (PrepareEarly, PrepareLate); each spare runner applies what
 // does not depend on its run (LockdownAhead); the runner finishes once its
-// run is known (LockdownFinish), seccomp last. The zygote (zygote/zygote.cc)
-// only calls these, in that order.
+// run is known (LockdownFinish), seccomp last. The zygote and its runners
+// (zygote/zygote.cc, zygote/runner.cc) only call these, in that order.
 #pragma once
 
 #include <linux/filter.h>
