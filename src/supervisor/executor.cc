@@ -24,6 +24,7 @@
 #include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "supervisor/results.h"
+#include "supervisor/run_io.h"
 #include "supervisor/status_reader.h"
 
 namespace mcpexec {
@@ -72,11 +73,6 @@ RunEnd EndForSignal(int sig) {
       return RunEnd::kSignal;
   }
 }
-
-// After a kill, the zygote confirms the end within this; after the exit, the
-// pipes close as soon as what the run left behind is killed.
-constexpr auto kKillGrace = std::chrono::seconds(5);
-constexpr auto kPipeGrace = std::chrono::seconds(2);
 
 std::string CgroupOf(RunSlot& slot) {
   std::lock_guard<std::mutex> lock(slot.mu);
@@ -182,59 +178,18 @@ void Executor::Shutdown() {
   if (!base_dir_.empty()) RemoveTree(base_dir_);
 }
 
-// The fds of one run: the supervisor's ends and the runner's (handed to the
-// zygote, then closed here).
-struct Executor::RunFds {
-  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, res_r, res_w, code;
-
-  bool Make(const RunRequest& req) {
-    code = MakeCodeMemfd(wire::EncodeRunBundle(req.code, req.files));
-    if (!code || !MakePipe(&in_r, &in_w, O_CLOEXEC) || !MakePipe(&out_r, &out_w, O_CLOEXEC) ||
-        !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC) ||
-        !MakePipe(&res_r, &res_w, O_CLOEXEC)) {
-      return false;
-    }
-    for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r, &res_r}) {
-      fcntl(fd->get(), F_SETFL, O_NONBLOCK);
-    }
-    return true;
+bool Executor::RunFds::Make(const RunRequest& req) {
+  code = MakeCodeMemfd(wire::EncodeRunBundle(req.code, req.files));
+  if (!code || !MakePipe(&in_r, &in_w, O_CLOEXEC) || !MakePipe(&out_r, &out_w, O_CLOEXEC) ||
+      !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC) ||
+      !MakePipe(&res_r, &res_w, O_CLOEXEC)) {
+    return false;
   }
-  // The runner's copies, in wire::RunFd order.
-  std::array<int, wire::kRunFdCount> RunnerEnds() const {
-    std::array<int, wire::kRunFdCount> ends{};
-    ends[wire::kStdin] = in_r.get();
-    ends[wire::kStdout] = out_w.get();
-    ends[wire::kStderr] = err_w.get();
-    ends[wire::kStatus] = st_w.get();
-    ends[wire::kCode] = code.get();
-    ends[wire::kResults] = res_w.get();
-    return ends;
+  for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r, &res_r}) {
+    fcntl(fd->get(), F_SETFL, O_NONBLOCK);
   }
-  // The runner holds its own copies now; ours would keep the pipes open.
-  void CloseRunnerEnds() {
-    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &res_w, &code}) fd->Reset();
-  }
-};
-
-namespace {
-
-// How often a call that asked for progress hears of its run.
-constexpr auto kProgressEvery = std::chrono::seconds(1);
-constexpr size_t kRecentBytes = 2048;
-
-// Keeps (at least) the last `max` bytes of a stream in *window: only the
-// chunk's own last `max` bytes are copied, and the window is trimmed when it
-// reaches twice that, so a flood costs no more than a trickle.
-void KeepLast(std::string* window, const char* chunk, size_t n, size_t max) {
-  if (n >= max) {
-    window->assign(chunk + n - max, max);
-    return;
-  }
-  window->append(chunk, n);
-  if (window->size() > 2 * max) window->erase(0, window->size() - max);
+  return true;
 }
-
-}  // namespace
 
 // A run's private working directory: removed on every path out of Run()
 // unless handed to the cleaner.
@@ -280,105 +235,6 @@ class Executor::ActiveRun {
   Executor& e_;
   const int64_t start_ns_;
   bool ended_ = false;
-};
-
-// One output stream: what is kept under the shared budget, and the last
-// bytes of all it carried (for the tail of a stream that lost bytes).
-struct Executor::Stream {
-  explicit Stream(std::string* into) : kept(into) {}
-  std::string* kept;
-  bool open = true;
-  bool lost = false;
-  std::string last;  // at most 2 x tail_bytes while the run goes
-};
-
-// The I/O of one launched run, until its runner is reaped and its output
-// pipes are closed: stdin fed, both streams read under one budget, the
-// status pipe read up to its bound, the deadline and cancellation enforced.
-struct Executor::RunIo {
-  RunIo(uint64_t id, const RunRequest& r, CancelToken& c, RunSlot& sl, RunFds& f, RunOutcome& o,
-        Clock::time_point start, const Config& config, const Progress& p)
-      : run_id(id),
-        req(r),
-        cancel(c),
-        slot(sl),
-        fds(f),
-        outcome(o),
-        started_at(start),
-        budget(config.max_output_bytes),
-        tail_bytes(config.tail_bytes),
-        results(ResultLimitsFor(config)),
-        out(&o.stdout_data),
-        err(&o.stderr_data),
-        progress(p),
-        next_progress(start + kProgressEvery) {}
-  const uint64_t run_id;
-  const RunRequest& req;
-  CancelToken& cancel;
-  RunSlot& slot;
-  RunFds& fds;
-  RunOutcome& outcome;
-  const Clock::time_point started_at;
-  int64_t budget;
-  int64_t tail_bytes;
-  ResultsReader results;
-  Stream out, err;
-  const Progress& progress;
-  Clock::time_point next_progress{};
-  std::string recent{};  // the newest output of either stream, for progress
-  StatusReader status{};
-  bool status_open = true, results_open = true;
-  bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
-       stuck = false;
-  bool oom_killed = false;
-  uint32_t ended_by = 0;  // the zygote's session bound, if it ended the run
-  int wait_status = 0;
-  std::string lost_reason{};
-  RunFailure lost_cause = RunFailure::kSandboxLost;
-  size_t stdin_off = 0;
-  Clock::time_point kill_deadline{}, pipe_deadline{};
-  // A session's cell: it ends with its CellDone record, and a deadline or a
-  // cancellation interrupts it first.
-  SessionRun* session = nullptr;
-  std::chrono::milliseconds interrupt_grace{0};
-  bool cell_done = false, interrupted = false, ignored_interrupt = false;
-  wire::CellDone done{};
-  int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
-  Clock::time_point interrupt_deadline{};
-
-  void Kill(ZygoteClient& zygote) {
-    if (killed) return;
-    killed = true;
-    zygote.Kill(run_id);
-    kill_deadline = Clock::now() + kKillGrace;
-  }
-  // A one-shot run is killed; a session's cell gets KeyboardInterrupt, and
-  // is killed only if it has not ended within the grace.
-  void Stop(ZygoteClient& zygote) {
-    if (!session) return Kill(zygote);
-    if (interrupted) return;
-    interrupted = true;
-    zygote.Interrupt(run_id);
-    interrupt_deadline = Clock::now() + interrupt_grace;
-  }
-  bool ended() const {
-    if (session && cell_done) return true;
-    return exited && !out.open && !err.open && !results_open;
-  }
-  // What the pipes brought, into the outcome: the tail of a stream that lost
-  // bytes to the budget, and the checked results.
-  void CollectOutput() {
-    const auto tail = static_cast<size_t>(tail_bytes);
-    outcome.stdout_lost = out.lost;
-    outcome.stderr_lost = err.lost;
-    if (out.lost) outcome.stdout_tail = std::string(Utf8Tail(out.last, tail));
-    if (err.lost) outcome.stderr_tail = std::string(Utf8Tail(err.last, tail));
-    results.Finish(&outcome);
-  }
-  // Where the status pipe's end record of a session cell starts.
-  size_t done_offset() const {
-    return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
-  }
 };
 
 std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel,
@@ -613,160 +469,6 @@ std::optional<Failed> Executor::Handover(uint64_t run_id, const RunRequest& req,
   fds.CloseRunnerEnds();
   if (req.stdin_data.empty()) fds.in_w.Reset();
   return std::nullopt;
-}
-
-void Executor::OnDeadline(RunIo& io, Clock::time_point now) {
-  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
-  if (!io.killed && !io.timed_out && now >= deadline) {
-    io.timed_out = true;
-    io.Stop(zygote_);
-  }
-  if (io.interrupted && !io.killed && !io.cell_done && now >= io.interrupt_deadline) {
-    io.ignored_interrupt = true;  // native code that never checks for signals
-    io.Kill(zygote_);
-  }
-  if (io.killed && !io.exited && now >= io.kill_deadline) {
-    io.stuck = true;  // the sandbox did not confirm the end: not a result
-  }
-}
-
-void Executor::PumpUntilEnded(RunIo& io) {
-  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
-  while (!io.ended()) {
-    auto now = Clock::now();
-    OnDeadline(io, now);
-    if (io.stuck) break;
-    if (io.exited && now >= io.pipe_deadline) break;
-    if (io.progress && now >= io.next_progress) ReportProgress(io);
-    auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
-    if (io.interrupted && !io.killed) until = io.interrupt_deadline;
-    if (io.progress) until = std::min(until, io.next_progress);
-    int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
-
-    enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kCount };
-    pollfd p[kCount] = {
-        {io.out.open ? io.fds.out_r.get() : -1, POLLIN, 0},
-        {io.err.open ? io.fds.err_r.get() : -1, POLLIN, 0},
-        {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
-        {io.results_open ? io.fds.res_r.get() : -1, POLLIN, 0},
-        {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
-        {io.cancelled ? -1 : io.cancel.fd(), POLLIN, 0},
-        {io.slot.wake_fd(), POLLIN, 0},
-    };
-    int rc = poll(p, kCount, timeout_ms);
-    if (rc < 0 && errno != EINTR) break;
-    if (rc <= 0) continue;
-
-    if (p[kOut].revents) Drain(io, io.fds.out_r.get(), io.out);
-    if (p[kErr].revents) Drain(io, io.fds.err_r.get(), io.err);
-    if (p[kResults].revents && !io.results.Read(io.fds.res_r.get())) {
-      io.results_open = false;
-      io.fds.res_r.Reset();
-    }
-    if (p[kStatus].revents && !io.status.Read(io.fds.st_r.get())) {
-      io.status_open = false;
-      io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
-    }
-    if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
-    if (p[kStdin].revents) FeedStdin(io);
-    if (p[kCancel].revents && !io.cancelled) {
-      io.cancelled = true;
-      // The server's shutdown ends a session's interpreter too.
-      if (io.cancel.reason() == CancelReason::kShutdown) {
-        io.Kill(zygote_);
-      } else {
-        io.Stop(zygote_);
-      }
-    }
-    if (p[kWake].revents) OnSlotChanged(io);
-    if (io.lost) break;
-  }
-  // What the pipes still hold: the verdict of a run that ended fast, and
-  // what a session's cell wrote before its end record (already in the pipes:
-  // written first by the same thread).
-  if (io.status_open) io.status.Read(io.fds.st_r.get());
-  if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
-  if (io.session && io.cell_done) {
-    if (io.out.open) Drain(io, io.fds.out_r.get(), io.out);
-    if (io.err.open) Drain(io, io.fds.err_r.get(), io.err);
-  }
-  if (io.results_open) io.results.Read(io.fds.res_r.get());
-  io.fds.in_w.Reset();
-}
-
-void Executor::Drain(RunIo& io, int fd, Stream& s) {
-  char buf[65536];
-  const auto tail = static_cast<size_t>(io.tail_bytes);
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      io.outcome.output_bytes += n;
-      int64_t keep = std::min<int64_t>(n, io.budget);
-      if (keep > 0) {
-        s.kept->append(buf, keep);
-        io.budget -= keep;
-      }
-      if (keep < n) {
-        io.outcome.truncated = true;  // read on and drop: never block the writer
-        s.lost = true;
-      }
-      if (tail > 0) KeepLast(&s.last, buf, static_cast<size_t>(n), tail);
-      if (io.progress) KeepLast(&io.recent, buf, static_cast<size_t>(n), kRecentBytes);
-      continue;
-    }
-    if (n == 0) s.open = false;
-    if (n < 0 && errno == EINTR) continue;
-    return;
-  }
-}
-
-void Executor::FeedStdin(RunIo& io) {
-  const std::string& data = io.req.stdin_data;
-  ssize_t n = write(io.fds.in_w.get(), data.data() + io.stdin_off, data.size() - io.stdin_off);
-  if (n > 0) io.stdin_off += static_cast<size_t>(n);
-  // EOF after the given bytes; a reader that closed its end (EPIPE) gets the rest dropped.
-  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) {
-    io.fds.in_w.Reset();
-  }
-}
-
-// The seconds elapsed and the newest output lines (at most 5 and 512 bytes).
-void Executor::ReportProgress(RunIo& io) {
-  io.next_progress += kProgressEvery;
-  const auto now = Clock::now();
-  if (io.next_progress < now) io.next_progress = now + kProgressEvery;
-  std::string_view recent = io.recent;
-  while (!recent.empty() && recent.back() == '\n') recent.remove_suffix(1);
-  size_t start = 0;
-  int newlines = 0;
-  for (size_t i = recent.size(); i-- > 0;) {
-    if (recent[i] == '\n' && ++newlines == 5) {
-      start = i + 1;
-      break;
-    }
-  }
-  std::string newest = RepairUtf8(Utf8Tail(recent.substr(start), 512));
-  io.progress(std::chrono::duration<double>(now - io.started_at).count(),
-              newest.empty() ? "(no output yet)" : newest);
-}
-
-void Executor::OnSlotChanged(RunIo& io) {
-  uint64_t v;
-  (void)!read(io.slot.wake_fd(), &v, sizeof v);
-  std::lock_guard<std::mutex> lock(io.slot.mu);
-  if (io.slot.lost) {
-    io.lost = true;
-    io.lost_reason = io.slot.lost_reason;
-    io.lost_cause = io.slot.lost_cause;
-    return;
-  }
-  if (io.slot.exited && !io.exited) {
-    io.exited = true;
-    io.wait_status = io.slot.wait_status;
-    io.oom_killed = io.slot.oom_killed;
-    io.ended_by = io.slot.ended_by;
-    io.pipe_deadline = Clock::now() + kPipeGrace;
-  }
 }
 
 // The outcome from the trusted side: the verdict the runner wrote before the

@@ -1,0 +1,190 @@
+#include "supervisor/run_io.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string_view>
+
+namespace mcpexec {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kRecentBytes = 2048;
+
+// Keeps (at least) the last `max` bytes of a stream in *window: only the
+// chunk's own last `max` bytes are copied, and the window is trimmed when it
+// reaches twice that, so a flood costs no more than a trickle.
+void KeepLast(std::string* window, const char* chunk, size_t n, size_t max) {
+  if (n >= max) {
+    window->assign(chunk + n - max, max);
+    return;
+  }
+  window->append(chunk, n);
+  if (window->size() > 2 * max) window->erase(0, window->size() - max);
+}
+
+int64_t Millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+void Executor::OnDeadline(RunIo& io, Clock::time_point now) {
+  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
+  if (!io.killed && !io.timed_out && now >= deadline) {
+    io.timed_out = true;
+    io.Stop(zygote_);
+  }
+  if (io.interrupted && !io.killed && !io.cell_done && now >= io.interrupt_deadline) {
+    io.ignored_interrupt = true;  // native code that never checks for signals
+    io.Kill(zygote_);
+  }
+  if (io.killed && !io.exited && now >= io.kill_deadline) {
+    io.stuck = true;  // the sandbox did not confirm the end: not a result
+  }
+}
+
+void Executor::PumpUntilEnded(RunIo& io) {
+  const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
+  while (!io.ended()) {
+    auto now = Clock::now();
+    OnDeadline(io, now);
+    if (io.stuck) break;
+    if (io.exited && now >= io.pipe_deadline) break;
+    if (io.progress && now >= io.next_progress) ReportProgress(io);
+    auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
+    if (io.interrupted && !io.killed) until = io.interrupt_deadline;
+    if (io.progress) until = std::min(until, io.next_progress);
+    int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
+
+    enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kCount };
+    pollfd p[kCount] = {
+        {io.out.open ? io.fds.out_r.get() : -1, POLLIN, 0},
+        {io.err.open ? io.fds.err_r.get() : -1, POLLIN, 0},
+        {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
+        {io.results_open ? io.fds.res_r.get() : -1, POLLIN, 0},
+        {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
+        {io.cancelled ? -1 : io.cancel.fd(), POLLIN, 0},
+        {io.slot.wake_fd(), POLLIN, 0},
+    };
+    int rc = poll(p, kCount, timeout_ms);
+    if (rc < 0 && errno != EINTR) break;
+    if (rc <= 0) continue;
+
+    if (p[kOut].revents) Drain(io, io.fds.out_r.get(), io.out);
+    if (p[kErr].revents) Drain(io, io.fds.err_r.get(), io.err);
+    if (p[kResults].revents && !io.results.Read(io.fds.res_r.get())) {
+      io.results_open = false;
+      io.fds.res_r.Reset();
+    }
+    if (p[kStatus].revents && !io.status.Read(io.fds.st_r.get())) {
+      io.status_open = false;
+      io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
+    }
+    if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
+    if (p[kStdin].revents) FeedStdin(io);
+    if (p[kCancel].revents && !io.cancelled) {
+      io.cancelled = true;
+      // The server's shutdown ends a session's interpreter too.
+      if (io.cancel.reason() == CancelReason::kShutdown) {
+        io.Kill(zygote_);
+      } else {
+        io.Stop(zygote_);
+      }
+    }
+    if (p[kWake].revents) OnSlotChanged(io);
+    if (io.lost) break;
+  }
+  // What the pipes still hold: the verdict of a run that ended fast, and
+  // what a session's cell wrote before its end record (already in the pipes:
+  // written first by the same thread).
+  if (io.status_open) io.status.Read(io.fds.st_r.get());
+  if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
+  if (io.session && io.cell_done) {
+    if (io.out.open) Drain(io, io.fds.out_r.get(), io.out);
+    if (io.err.open) Drain(io, io.fds.err_r.get(), io.err);
+  }
+  if (io.results_open) io.results.Read(io.fds.res_r.get());
+  io.fds.in_w.Reset();
+}
+
+void Executor::Drain(RunIo& io, int fd, Stream& s) {
+  char buf[65536];
+  const auto tail = static_cast<size_t>(io.tail_bytes);
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      io.outcome.output_bytes += n;
+      int64_t keep = std::min<int64_t>(n, io.budget);
+      if (keep > 0) {
+        s.kept->append(buf, keep);
+        io.budget -= keep;
+      }
+      if (keep < n) {
+        io.outcome.truncated = true;  // read on and drop: never block the writer
+        s.lost = true;
+      }
+      if (tail > 0) KeepLast(&s.last, buf, static_cast<size_t>(n), tail);
+      if (io.progress) KeepLast(&io.recent, buf, static_cast<size_t>(n), kRecentBytes);
+      continue;
+    }
+    if (n == 0) s.open = false;
+    if (n < 0 && errno == EINTR) continue;
+    return;
+  }
+}
+
+void Executor::FeedStdin(RunIo& io) {
+  const std::string& data = io.req.stdin_data;
+  ssize_t n = write(io.fds.in_w.get(), data.data() + io.stdin_off, data.size() - io.stdin_off);
+  if (n > 0) io.stdin_off += static_cast<size_t>(n);
+  // EOF after the given bytes; a reader that closed its end (EPIPE) gets the rest dropped.
+  if ((n < 0 && errno != EAGAIN && errno != EINTR) || io.stdin_off == data.size()) {
+    io.fds.in_w.Reset();
+  }
+}
+
+// The seconds elapsed and the newest output lines (at most 5 and 512 bytes).
+void Executor::ReportProgress(RunIo& io) {
+  io.next_progress += kProgressEvery;
+  const auto now = Clock::now();
+  if (io.next_progress < now) io.next_progress = now + kProgressEvery;
+  std::string_view recent = io.recent;
+  while (!recent.empty() && recent.back() == '\n') recent.remove_suffix(1);
+  size_t start = 0;
+  int newlines = 0;
+  for (size_t i = recent.size(); i-- > 0;) {
+    if (recent[i] == '\n' && ++newlines == 5) {
+      start = i + 1;
+      break;
+    }
+  }
+  std::string newest = RepairUtf8(Utf8Tail(recent.substr(start), 512));
+  io.progress(std::chrono::duration<double>(now - io.started_at).count(),
+              newest.empty() ? "(no output yet)" : newest);
+}
+
+void Executor::OnSlotChanged(RunIo& io) {
+  uint64_t v;
+  (void)!read(io.slot.wake_fd(), &v, sizeof v);
+  std::lock_guard<std::mutex> lock(io.slot.mu);
+  if (io.slot.lost) {
+    io.lost = true;
+    io.lost_reason = io.slot.lost_reason;
+    io.lost_cause = io.slot.lost_cause;
+    return;
+  }
+  if (io.slot.exited && !io.exited) {
+    io.exited = true;
+    io.wait_status = io.slot.wait_status;
+    io.oom_killed = io.slot.oom_killed;
+    io.ended_by = io.slot.ended_by;
+    io.pipe_deadline = Clock::now() + kPipeGrace;
+  }
+}
+
+}  // namespace mcpexec

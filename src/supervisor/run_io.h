@@ -1,0 +1,151 @@
+// The I/O of one launched run (internal to the executor): its fds, its
+// output streams under the shared budget, and RunIo, the state of the
+// run from its handover to its end, with the pump that moves it
+// (run_io.cc: stdin fed, output read, the status and results pipes, the
+// deadline, cancellation and the zygote's word on the run).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "base/utf8.h"
+#include "process/wire.h"
+#include "supervisor/executor.h"
+#include "supervisor/results.h"
+#include "supervisor/status_reader.h"
+
+namespace mcpexec {
+
+// How often a call that asked for progress hears of its run.
+constexpr auto kProgressEvery = std::chrono::seconds(1);
+// After a kill, the zygote confirms the end within this; after the exit, the
+// pipes close as soon as what the run left behind is killed.
+constexpr auto kKillGrace = std::chrono::seconds(5);
+constexpr auto kPipeGrace = std::chrono::seconds(2);
+
+// The fds of one run: the supervisor's ends and the runner's (handed to the
+// zygote, then closed here).
+struct Executor::RunFds {
+  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, res_r, res_w, code;
+
+  bool Make(const RunRequest& req);
+  // The runner's copies, in wire::RunFd order.
+  std::array<int, wire::kRunFdCount> RunnerEnds() const {
+    std::array<int, wire::kRunFdCount> ends{};
+    ends[wire::kStdin] = in_r.get();
+    ends[wire::kStdout] = out_w.get();
+    ends[wire::kStderr] = err_w.get();
+    ends[wire::kStatus] = st_w.get();
+    ends[wire::kCode] = code.get();
+    ends[wire::kResults] = res_w.get();
+    return ends;
+  }
+  // The runner holds its own copies now; ours would keep the pipes open.
+  void CloseRunnerEnds() {
+    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &res_w, &code}) fd->Reset();
+  }
+};
+
+// One output stream: what is kept under the shared budget, and the last
+// bytes of all it carried (for the tail of a stream that lost bytes).
+struct Executor::Stream {
+  explicit Stream(std::string* into) : kept(into) {}
+  std::string* kept;
+  bool open = true;
+  bool lost = false;
+  std::string last;  // at most 2 x tail_bytes while the run goes
+};
+
+// The I/O of one launched run, until its runner is reaped and its output
+// pipes are closed: stdin fed, both streams read under one budget, the
+// status pipe read up to its bound, the deadline and cancellation enforced.
+struct Executor::RunIo {
+  RunIo(uint64_t id, const RunRequest& r, CancelToken& c, RunSlot& sl, RunFds& f, RunOutcome& o,
+        Clock::time_point start, const Config& config, const Progress& p)
+      : run_id(id),
+        req(r),
+        cancel(c),
+        slot(sl),
+        fds(f),
+        outcome(o),
+        started_at(start),
+        budget(config.max_output_bytes),
+        tail_bytes(config.tail_bytes),
+        results(ResultLimitsFor(config)),
+        out(&o.stdout_data),
+        err(&o.stderr_data),
+        progress(p),
+        next_progress(start + kProgressEvery) {}
+  const uint64_t run_id;
+  const RunRequest& req;
+  CancelToken& cancel;
+  RunSlot& slot;
+  RunFds& fds;
+  RunOutcome& outcome;
+  const Clock::time_point started_at;
+  int64_t budget;
+  int64_t tail_bytes;
+  ResultsReader results;
+  Stream out, err;
+  const Progress& progress;
+  Clock::time_point next_progress{};
+  std::string recent{};  // the newest output of either stream, for progress
+  StatusReader status{};
+  bool status_open = true, results_open = true;
+  bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
+       stuck = false;
+  bool oom_killed = false;
+  uint32_t ended_by = 0;  // the zygote's session bound, if it ended the run
+  int wait_status = 0;
+  std::string lost_reason{};
+  RunFailure lost_cause = RunFailure::kSandboxLost;
+  size_t stdin_off = 0;
+  Clock::time_point kill_deadline{}, pipe_deadline{};
+  // A session's cell: it ends with its CellDone record, and a deadline or a
+  // cancellation interrupts it first.
+  SessionRun* session = nullptr;
+  std::chrono::milliseconds interrupt_grace{0};
+  bool cell_done = false, interrupted = false, ignored_interrupt = false;
+  wire::CellDone done{};
+  int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
+  Clock::time_point interrupt_deadline{};
+
+  void Kill(ZygoteClient& zygote) {
+    if (killed) return;
+    killed = true;
+    zygote.Kill(run_id);
+    kill_deadline = Clock::now() + kKillGrace;
+  }
+  // A one-shot run is killed; a session's cell gets KeyboardInterrupt, and
+  // is killed only if it has not ended within the grace.
+  void Stop(ZygoteClient& zygote) {
+    if (!session) return Kill(zygote);
+    if (interrupted) return;
+    interrupted = true;
+    zygote.Interrupt(run_id);
+    interrupt_deadline = Clock::now() + interrupt_grace;
+  }
+  bool ended() const {
+    if (session && cell_done) return true;
+    return exited && !out.open && !err.open && !results_open;
+  }
+  // What the pipes brought, into the outcome: the tail of a stream that lost
+  // bytes to the budget, and the checked results.
+  void CollectOutput() {
+    const auto tail = static_cast<size_t>(tail_bytes);
+    outcome.stdout_lost = out.lost;
+    outcome.stderr_lost = err.lost;
+    if (out.lost) outcome.stdout_tail = std::string(Utf8Tail(out.last, tail));
+    if (err.lost) outcome.stderr_tail = std::string(Utf8Tail(err.last, tail));
+    results.Finish(&outcome);
+  }
+  // Where the status pipe's end record of a session cell starts.
+  size_t done_offset() const {
+    return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
+  }
+};
+
+}  // namespace mcpexec
