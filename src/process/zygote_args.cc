@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "base/config.h"
@@ -16,7 +17,13 @@ template <typename T>
 Field IntField(T ZygoteArgs::*field, int64_t lo) {
   return [=](ZygoteArgs& a, const std::string& v) {
     int64_t n = 0;
-    if (!ParseDecimal(v, &n) || n < lo) return false;
+    // A value past the field's own type is refused, never truncated (a pid
+    // of 42424259983 became -525412977, which the zygote's own argv then
+    // could not say again).
+    if (!ParseDecimal(v, &n) || n < lo ||
+        static_cast<uint64_t>(n) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      return false;
+    }
     a.*field = static_cast<T>(n);
     return true;
   };
