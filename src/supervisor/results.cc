@@ -22,8 +22,6 @@ constexpr char kPngMagic[] = "\x89PNG\r\n\x1a\n";
 // The most pixels an image side may have: past it, clients refuse the image
 // (Anthropic's API at 8000) and a decoder would hold width x height pixels.
 constexpr uint32_t kMaxImageSide = 8000;
-// Why an out/ file may be listed as omitted.
-constexpr const char* kOmittedWhy[] = {"count", "bytes", "name", "unreadable"};
 
 // Header fields as the run wrote them: of the wrong type, the default
 // (nlohmann's value() would throw).
@@ -57,14 +55,14 @@ bool PngSize(const std::string& data, uint32_t* width, uint32_t* height) {
   return true;
 }
 
-bool KnownWhy(const std::string& why) {
+}  // namespace
+
+bool IsOmittedWhy(const std::string& why) {
   for (const char* w : kOmittedWhy) {
     if (why == w) return true;
   }
   return false;
 }
-
-}  // namespace
 
 ResultLimits ResultLimitsFor(const Config& c) {
   return {c.max_images, c.max_image_bytes, c.max_out_files, c.max_out_bytes, c.max_result_bytes};
@@ -135,7 +133,7 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
     for (const json& f : *files) {
       if (!f.is_object() || out->files_omitted.size() >= kMaxOmittedListed) continue;
       std::string path = StrOf(f, "path"), why = StrOf(f, "why");
-      if (!IsOutFilePath(path) || !KnownWhy(why)) continue;
+      if (!IsOutFilePath(path) || !IsOmittedWhy(why)) continue;
       out->files_omitted.push_back(
           {EscapeName(path), std::max<int64_t>(0, IntOf(f, "bytes", 0)), why});
     }

@@ -6,6 +6,7 @@
 // bound is dropped (and counted where the agent should know).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,12 @@ using ResultLimits = OutputLimits;
 // The configured bounds: what the zygote passes to every runtime and what
 // the reader enforces.
 ResultLimits ResultLimitsFor(const Config& config);
+
+// Why an out/ file may be listed in files_omitted: past the count or the
+// bytes, a name that is not plain UTF-8 (listed escaped), an entry that could
+// not be read. The output schema's enum and the reader both use this list.
+inline constexpr std::array<const char*, 4> kOmittedWhy = {"count", "bytes", "name", "unreadable"};
+bool IsOmittedWhy(const std::string& why);
 
 class ResultsReader {
  public:

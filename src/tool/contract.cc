@@ -12,6 +12,7 @@
 #include "base/fs_util.h"
 #include "base/utf8.h"
 #include "protocol/mcp_session.h"
+#include "supervisor/results.h"
 
 namespace mcpexec {
 
@@ -81,7 +82,7 @@ json FilesOmittedSchema() {
             {"properties",
              {{"path", {{"type", "string"}}},
               {"bytes", {{"type", "integer"}}},
-              {"why", {{"type", "string"}, {"enum", {"count", "bytes", "name", "unreadable"}}}}}}}},
+              {"why", {{"type", "string"}, {"enum", kOmittedWhy}}}}}}},
           {"description",
            "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
            "MCP_EXEC_MAX_OUT_BYTES (bytes), a name that is not UTF-8 or holds control or bidi "

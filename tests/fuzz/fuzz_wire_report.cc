@@ -86,11 +86,7 @@ void CheckOutcome(const mcpexec::RunOutcome& o, const mcpexec::Config& c) {
   if (total > c.max_out_bytes) Fail("out/ files past their bytes");
   if (o.files_omitted.size() > 100) Fail("more than 100 omitted files listed");
   for (const auto& f : o.files_omitted) {
-    // Why: past the count or the bytes, a name that is not plain UTF-8
-    // (listed escaped), or an entry that could not be read.
-    const bool known_why =
-        f.why == "count" || f.why == "bytes" || f.why == "name" || f.why == "unreadable";
-    if (!mcpexec::IsOutFilePath(f.path) || f.bytes < 0 || !known_why) {
+    if (!mcpexec::IsOutFilePath(f.path) || f.bytes < 0 || !mcpexec::IsOmittedWhy(f.why)) {
       Fail("a bad omitted file");
     }
   }
