@@ -787,7 +787,7 @@ TEST_F(ChaosTest, ClientDisconnectsMidCallStdio) {
     for (const auto& m : markers) EXPECT_TRUE(PidsWithCmdlineContaining(m).empty()) << m;
     EXPECT_FALSE(ProcessExists(zygote));
     EXPECT_TRUE(PidsWithCmdlineContaining(SupervisorArg(s.pid())).empty());
-    EXPECT_NE(s.Stderr().find("\"reason\":\"eof\""), std::string::npos);
+    EXPECT_TRUE(s.StderrHas("\"reason\":\"eof\"")) << s.Stderr();
   }
 }
 

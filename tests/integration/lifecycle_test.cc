@@ -129,7 +129,7 @@ TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
       << "the lost run's processes are gone too";
   EXPECT_EQ(s.Exec("print('after restart')")["stdout"], "after restart\n");
   EXPECT_NE(s.ZygotePid(), zygote);
-  EXPECT_NE(s.Stderr().find("zygote_restarted"), std::string::npos);
+  EXPECT_TRUE(s.StderrHas("zygote_restarted")) << s.Stderr();
 }
 
 TEST(LifecycleTest, LogsHoldMetadataOnlyNeverCodeStdinOrOutput) {

@@ -143,7 +143,7 @@ TEST(OutcomeTest, PySessionsFull) {
   ASSERT_EQ(s.Exec("x = 1", {{"session", "a"}})["exit_code"], 0);
   json r = s.Call({{"code", "x = 2"}, {"session", "b"}});
   EXPECT_EQ(r.value("isError", false), true) << r.dump();
-  EXPECT_NE(s.Stderr().find("\"event\":\"py_sessions_full\""), std::string::npos) << s.Stderr();
+  EXPECT_TRUE(s.StderrHas("\"event\":\"py_sessions_full\"")) << s.Stderr();
 }
 
 class OutcomeMetricsTest : public HttpServerTest {};

@@ -26,7 +26,7 @@ TEST(PreloadTest, ModulesAreImportedBeforeTheRunAndAnnounced) {
       "import sys\nprint('sympy' in sys.modules, 'xml.dom.minidom' in sys.modules)\n"
       "import sympy\nprint(sympy.factor(sympy.Symbol('x')**2 - 1))");
   EXPECT_EQ(r["stdout"], "True True\n(x - 1)*(x + 1)\n") << r.dump();
-  EXPECT_NE(s.Stderr().find("\"preloaded\":[[\"sympy\",\"1."), std::string::npos);
+  EXPECT_TRUE(s.StderrHas("\"preloaded\":[[\"sympy\",\"1.")) << s.Stderr();
 }
 
 // Issue 19, point 14: sympy's generator, made at import in the zygote, was

@@ -109,7 +109,7 @@ TEST(StdioProtocolTest, StdoutCarriesProtocolMessagesOnly) {
   json r = s.Exec("import sys, os\nprint('to stdout')\nos.write(2, b'raw stderr')\n");
   EXPECT_EQ(r["stdout"], "to stdout\n");
   s.Request("ping", json::object());  // Receive() throws on any non-JSON line
-  EXPECT_NE(s.Stderr().find("\"event\":\"run\""), std::string::npos);
+  EXPECT_TRUE(s.StderrHas("\"event\":\"run\"")) << s.Stderr();
 }
 
 }  // namespace

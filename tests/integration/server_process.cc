@@ -83,6 +83,7 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
       std::lock_guard<std::mutex> lock(err_mu_);
       err_text_.append(buf, n);
     }
+    err_eof_ = true;
   });
 }
 
@@ -219,6 +220,10 @@ int ServerProcess::Wait(int timeout_ms) {
     if (r == pid_) {
       exited_ = true;
       exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // What the server wrote to stderr before it ended is all there for
+      // Stderr() once its reader has seen the end (bounded: a process the
+      // server left behind could still hold the pipe).
+      WaitUntil([&] { return err_eof_.load(); }, 2000);
       return exit_status_;
     }
     usleep(5000);
@@ -229,6 +234,10 @@ int ServerProcess::Wait(int timeout_ms) {
 std::string ServerProcess::Stderr() {
   std::lock_guard<std::mutex> lock(err_mu_);
   return err_text_;
+}
+
+bool ServerProcess::StderrHas(const std::string& needle, int timeout_ms) {
+  return WaitUntil([&] { return Stderr().find(needle) != std::string::npos; }, timeout_ms);
 }
 
 pid_t ServerProcess::ZygotePid() const {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -54,6 +55,10 @@ class ServerProcess {
   // Exit status (WEXITSTATUS, or 128+signal), or -1 if it did not exit in time.
   int Wait(int timeout_ms);
   std::string Stderr();
+  // Whether the server's stderr holds `needle`, waiting up to timeout_ms for
+  // it: stderr is read on a thread of the test's, which may lag behind an
+  // answer the server wrote after its log line.
+  bool StderrHas(const std::string& needle, int timeout_ms = 5000);
   // The zygote: the server's child started as `__zygote`.
   pid_t ZygotePid() const;
 
@@ -68,6 +73,7 @@ class ServerProcess {
   std::mutex err_mu_;
   std::string err_text_;
   std::thread err_reader_;
+  std::atomic<bool> err_eof_{false};
 };
 
 // A one-shot run that forks n children and waits for them, printing

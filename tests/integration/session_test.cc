@@ -233,7 +233,7 @@ TEST_F(SessionEndTest, LongestLifeEndsIt) {
   EXPECT_FALSE(PidsWithCmdlineContaining(marker).empty());
   EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 20000));
   EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
-  EXPECT_NE(s.Stderr().find("\"reason\":\"lifetime\""), std::string::npos);
+  EXPECT_TRUE(s.StderrHas("\"reason\":\"lifetime\"")) << s.Stderr();
 }
 
 TEST_F(SessionEndTest, StdioEofEndsItWithTheServer) {
@@ -244,7 +244,7 @@ TEST_F(SessionEndTest, StdioEofEndsItWithTheServer) {
   EXPECT_EQ(s.Wait(20000), 0);
   EXPECT_TRUE(Gone(marker));
   EXPECT_EQ(RunDirs(), 0);
-  EXPECT_NE(s.Stderr().find("\"reason\":\"connection_closed\""), std::string::npos);
+  EXPECT_TRUE(s.StderrHas("\"reason\":\"connection_closed\"")) << s.Stderr();
 }
 
 TEST_F(SessionEndTest, SigtermEndsIt) {
