@@ -237,103 +237,121 @@ class Executor::ActiveRun {
   bool ended_ = false;
 };
 
+// What one run or cell holds while it goes: its id, its fds, and for a
+// one-shot run its own working directory, slot and place in the purge's
+// record (a session keeps those in its SessionRun).
+struct Executor::Launch {
+  uint64_t run_id = 0;
+  RunFds fds;
+  std::shared_ptr<RunSlot> slot;
+  Workdir workdir;
+  std::optional<ActiveRun> active;
+};
+
 std::variant<RunOutcome, std::string> Executor::Run(const RunRequest& req, CancelToken& cancel,
                                                     const Progress& progress) {
-  const auto queued_at = Clock::now();
-  const uint64_t run_id = next_run_id_++;
-  if (auto refused = AcquireSlot(cancel)) return Fail(run_id, req, *refused);
-  // From here on the slot is ours until the answer is ready: it goes back
-  // with the answer, so a client that calls again at once finds room.
-  SlotGuard slot_guard(scheduler_);
-  RunOutcome outcome;
-  outcome.queue_ms = Millis(Clock::now() - queued_at);
-
-  Workdir workdir;
-  RunFds fds;
-  std::optional<std::string> error = PrepareWorkdir(&workdir);
-  if (!error && !fds.Make(req)) error = std::string("pipes: ") + strerror(errno);
-  std::shared_ptr<RunSlot> slot = error ? nullptr : RunSlot::Make();
-  if (!error && !slot) error = std::string("eventfd: ") + strerror(errno);
-  if (error) {
-    log::Error("run_not_started", {{"run_id", run_id}, {"error", *error}});
-    return Fail(run_id, req, {RunFailure::kInternal, "internal error: " + *error});
-  }
-  ActiveRun active(*this);
-  const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
-  if (auto refused = Handover(run_id, req, workdir.path(), fds, slot)) {
-    return Fail(run_id, req, *refused);
-  }
-
-  RunIo io(run_id, req, cancel, *slot, fds, outcome, started_at, config_, progress);
-  PumpUntilEnded(io);
-  outcome.duration_ms = Millis(Clock::now() - io.started_at);
-  active.End();
-  std::optional<Failed> failed = Settle(io);
-  if (failed) zygote_.Kill(run_id);  // whatever is left of it
-  QueueCleanup({run_id, slot, workdir.Release()});
-  if (failed) return Fail(run_id, req, *failed, outcome);
-  Report(run_id, req, outcome);
-  return outcome;
+  return Execute(nullptr, req, cancel, progress, std::chrono::milliseconds(0));
 }
 
 std::variant<RunOutcome, std::string> Executor::RunCell(SessionRun& session, const RunRequest& req,
                                                         CancelToken& cancel,
                                                         const Progress& progress,
                                                         std::chrono::milliseconds interrupt_grace) {
+  return Execute(&session, req, cancel, progress, interrupt_grace);
+}
+
+// The one sequence of a one-shot run (session null) and of a session's cell.
+std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, const RunRequest& req,
+                                                        CancelToken& cancel,
+                                                        const Progress& progress,
+                                                        std::chrono::milliseconds interrupt_grace) {
   const auto queued_at = Clock::now();
-  if (auto refused = AcquireSlot(cancel)) return Fail(session.run_id, req, *refused);
-  SlotGuard slot_guard(scheduler_);  // an idle session holds none: only its cells
+  Launch l;
+  l.run_id = session ? session->run_id : next_run_id_++;
+  if (auto refused = AcquireSlot(cancel)) return Fail(l.run_id, req, *refused);
+  // From here on the slot is ours until the answer is ready: it goes back
+  // with the answer, so a client that calls again at once finds room. An
+  // idle session holds none: only its cells do.
+  SlotGuard slot_guard(scheduler_);
   RunOutcome outcome;
   outcome.queue_ms = Millis(Clock::now() - queued_at);
-  RunFds fds;
-  std::optional<std::string> error;
-  if (!session.started()) {
-    Workdir workdir;
-    error = PrepareWorkdir(&workdir);
-    session.slot = error ? nullptr : RunSlot::Make();
-    if (!error && !session.slot) error = std::string("eventfd: ") + strerror(errno);
-    session.run_id = next_run_id_++;
-    session.workdir = workdir.Release();
-    session.active = std::make_shared<ActiveRun>(*this);
+  if (auto error = Prepare(session, req, l)) {
+    log::Error("run_not_started", {{"run_id", l.run_id}, {"error", *error}});
+    if (session) session->ended = "its interpreter could not be started";
+    return Fail(l.run_id, req, {RunFailure::kInternal, "internal error: " + *error});
   }
-  if (!error && !fds.Make(req)) error = std::string("pipes: ") + strerror(errno);
-  if (error) {
-    log::Error("run_not_started", {{"run_id", session.run_id}, {"error", *error}});
-    session.ended = "its interpreter could not be started";
-    return Fail(session.run_id, req, {RunFailure::kInternal, "internal error: " + *error});
+  const int64_t oom_base = session ? zygote_.OomKills(CgroupOf(*l.slot)) : 0;
+  const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
+  if (auto refused = Hand(session, req, l)) {
+    if (session) session->ended = "its interpreter could not be reached";
+    return Fail(l.run_id, req, *refused);
   }
-  const int64_t oom_base = zygote_.OomKills(CgroupOf(*session.slot));
-  const auto started_at = Clock::now();
-  if (auto refused = HandCell(session, req, fds)) {
-    session.ended = "its interpreter could not be reached";
-    return Fail(session.run_id, req, *refused);
-  }
-  RunIo io(session.run_id, req, cancel, *session.slot, fds, outcome, started_at, config_, progress);
-  io.session = &session;
+
+  RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress);
+  io.session = session;
   io.interrupt_grace = interrupt_grace;
   io.oom_base = oom_base;
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
-  std::optional<Failed> failed = SettleCell(io, session);
-  ++session.cells;
-  if (failed) return Fail(session.run_id, req, *failed, outcome, session.cells);
-  Report(session.run_id, req, outcome, nullptr, session.cells);
+  if (l.active) l.active->End();
+  std::optional<Failed> failed = Settle(io);
+  int cell = 0;
+  if (session) {
+    cell = ++session->cells;
+  } else {
+    if (failed) zygote_.Kill(l.run_id);  // whatever is left of it
+    QueueCleanup({l.run_id, l.slot, l.workdir.Release()});
+  }
+  if (failed) return Fail(l.run_id, req, *failed, outcome, cell);
+  Report(l.run_id, req, outcome, nullptr, cell);
   return outcome;
 }
 
-std::optional<Failed> Executor::HandCell(SessionRun& session, const RunRequest& req, RunFds& fds) {
-  if (session.cells == 0) {
-    return Handover(session.run_id, req, session.workdir, fds, session.slot, session.cpu_budget_s);
+// A one-shot run's working directory, slot and fds; a cell's fds, and its
+// session's interpreter's directory and slot on the first.
+std::optional<std::string> Executor::Prepare(SessionRun* session, const RunRequest& req,
+                                             Launch& l) {
+  std::optional<std::string> error;
+  if (!session) {
+    error = PrepareWorkdir(&l.workdir);
+    if (!error) l.slot = RunSlot::Make();
+    if (!error && !l.slot) error = std::string("eventfd: ") + strerror(errno);
+    if (!error) l.active.emplace(*this);
+  } else if (!session->started()) {
+    Workdir workdir;
+    error = PrepareWorkdir(&workdir);
+    session->slot = error ? nullptr : RunSlot::Make();
+    if (!error && !session->slot) error = std::string("eventfd: ") + strerror(errno);
+    session->run_id = next_run_id_++;
+    session->workdir = workdir.Release();
+    session->active = std::make_shared<ActiveRun>(*this);
   }
+  if (session) {
+    l.run_id = session->run_id;
+    l.slot = session->slot;
+  }
+  if (!error && !l.fds.Make(req)) error = std::string("pipes: ") + strerror(errno);
+  return error;
+}
+
+// Hands the run to the zygote: a one-shot run or a session's first cell is
+// launched (a runner forked for it); a later cell goes to its interpreter.
+std::optional<Failed> Executor::Hand(SessionRun* session, const RunRequest& req, Launch& l) {
   wire::RunParams params{};
   params.timeout_s = req.timeout_s;
-  params.session_cpu_s = session.cpu_budget_s;
+  params.session_cpu_s = session ? session->cpu_budget_s : 0;
   std::string error;
-  if (!zygote_.SendCell(session.run_id, params, fds.RunnerEnds().data(), &error)) {
-    return Failed{RunFailure::kSandboxUnavailable, error};
+  bool sent;
+  if (session && session->cells > 0) {
+    sent = zygote_.SendCell(l.run_id, params, l.fds.RunnerEnds().data(), &error);
+  } else {
+    const std::string& workdir = session ? session->workdir : l.workdir.path();
+    snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
+    sent = zygote_.Launch(l.run_id, params, l.fds.RunnerEnds().data(), l.slot, &error);
   }
-  fds.CloseRunnerEnds();
-  if (req.stdin_data.empty()) fds.in_w.Reset();
+  if (!sent) return Failed{RunFailure::kSandboxUnavailable, error};
+  l.fds.CloseRunnerEnds();
+  if (req.stdin_data.empty()) l.fds.in_w.Reset();
   return std::nullopt;
 }
 
@@ -352,69 +370,96 @@ std::string DescribeStatus(int wait_status) {
 }  // namespace
 
 std::string Executor::WhyInterpreterEnded(const RunIo& io) const {
-  if (io.lost) return "the sandbox restarted and took its interpreter with it";
-  if (io.ignored_interrupt) {
+  const bool stuck = io.failed && io.failed->cause == RunFailure::kSandboxStuck;
+  if (io.failed && !stuck) return "the sandbox restarted and took its interpreter with it";
+  if (io.interrupt_ignored) {
     return "its cell did not stop within " + std::to_string(io.interrupt_grace.count()) +
            " ms of KeyboardInterrupt (after " +
-           (io.timed_out ? "its " + std::to_string(io.req.timeout_s) + " s timeout"
-                         : std::string("a cancellation")) +
+           (io.cause == StopCause::kTimeout
+                ? "its " + std::to_string(io.req.timeout_s) + " s timeout"
+                : std::string("a cancellation")) +
            "), so its interpreter was killed";
   }
-  if (io.cancelled && io.cancel.reason() == CancelReason::kShutdown) {
-    return "the server is shutting down";
-  }
-  if (io.stuck) return "the sandbox did not confirm the end of its interpreter";
-  if (io.oom_killed) return "its interpreter passed its memory limit and was killed";
-  if (io.ended_by & wire::kExitedCpuBound) {
+  if (io.cause == StopCause::kShutdown) return "the server is shutting down";
+  if (stuck) return "the sandbox did not confirm the end of its interpreter";
+  if (!io.reaped) return "its interpreter was killed";
+  if (io.reaped->oom_killed) return "its interpreter passed its memory limit and was killed";
+  if (io.reaped->ended_by & wire::kExitedCpuBound) {
     return "its interpreter, threads and children included, used more CPU than its cell's "
            "bound (what it had used, plus the cell's timeout and " +
            std::to_string(sandbox::limits::kCpuSlackS) + " s), so the sandbox ended it";
   }
-  if (io.ended_by & wire::kExitedHeldProcesses) {
+  if (io.reaped->ended_by & wire::kExitedHeldProcesses) {
     return "the sessions together held more than half of MCP_EXEC_MAX_PROCESSES (" +
            std::to_string(config_.max_processes / 2) +
            " processes and threads beyond their interpreters) and this one held the most, so "
            "the sandbox ended it";
   }
-  if (!io.exited) return "its interpreter was killed";
-  return "its interpreter " + DescribeStatus(io.wait_status);
+  return "its interpreter " + DescribeStatus(io.reaped->wait_status);
 }
 
-// A session cell's outcome. While the interpreter lives, the cell's exit
-// status and reason come from its end record (the session's own word about
-// its own cell); its death, and how, from the zygote. The verdict is read
-// on the first cell only: later cells run in an interpreter already locked
-// down.
-std::optional<Failed> Executor::SettleCell(RunIo& io, SessionRun& session) {
-  RunOutcome& o = io.outcome;
-  if (!io.cell_done || io.killed) {
-    // The interpreter is gone, or going: it was killed.
-    session.ended = WhyInterpreterEnded(io);
+// The end of a run or cell from the trusted side. A one-shot run's exit
+// status is the zygote's word; a cell's, while its interpreter lives, comes
+// from its end record (the session's own word about its own cell), and the
+// interpreter's death, if it died, from the zygote. The lockdown verdict is
+// read for a run's first code only: later cells run in an interpreter
+// already locked down. Returns a tool error when there is no result.
+std::optional<Failed> Executor::Settle(RunIo& io) {
+  SessionRun* session = io.session;
+  if (session && (!io.cell_end || io.phase == RunIo::Phase::kKilling)) {
+    session->ended = WhyInterpreterEnded(io);  // the interpreter is gone, or going
   }
-  if (!io.cell_done) return Settle(io);  // the outcome of a run that ended
-  if (session.cells == 0) {
-    if (auto refused = CheckVerdict(io, "session")) {
-      session.ended = "its interpreter could not be locked down";
+  if (io.failed) return io.failed;
+  if (!session || session->cells == 0) {
+    const bool cell = session && io.cell_end;
+    if (auto refused = CheckVerdict(io, cell ? "session" : "run")) {
+      if (cell) session->ended = "its interpreter could not be locked down";
       return refused;
     }
   }
   io.CollectOutput();
-  o.exit_code = io.done.status & 0xFF;
-  if (io.timed_out) {
-    o.exit_code = -1;
-    o.end = RunEnd::kTimeout;
-  } else if (io.cancelled) {
-    o.exit_code = -1;
-    o.end = RunEnd::kCancelled;
-  } else if ((io.done.reason == wire::kReasonMemory && o.exit_code == 1) ||
-             zygote_.OomKills(CgroupOf(io.slot)) > io.oom_base) {
-    // An uncaught MemoryError, or the kernel killed a process of the
-    // session (a child, a worker) for memory during this cell.
-    o.end = RunEnd::kMemory;
-  } else if (io.done.reason == wire::kReasonFileSize && o.exit_code == 1) {
-    o.end = RunEnd::kFileSize;
+  RunOutcome& o = io.outcome;
+  const bool stopped = io.cause != StopCause::kNone;
+  uint8_t note = 0;
+  bool memory_killed = false;
+  if (io.cell_end) {
+    o.exit_code = io.cell_end->status & 0xFF;
+    note = io.cell_end->reason;
+    // The kernel killed a process of the session (a child, a worker) for
+    // memory during this cell.
+    memory_killed = !stopped && zygote_.OomKills(CgroupOf(io.slot)) > io.oom_base;
+  } else {
+    const int status = io.reaped ? io.reaped->wait_status : 0;
+    if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+    o.exit_code = WIFSIGNALED(status) ? -1 : WEXITSTATUS(status);
+    note = io.status.note();
+    memory_killed = io.reaped && io.reaped->oom_killed;  // the run's cgroup
   }
+  if (stopped) o.exit_code = -1;
+  o.end = ClassifyEnd(io.cause, o.exit_code, o.signal, note, memory_killed);
   return std::nullopt;
+}
+
+// One classifier for runs and cells: the supervisor's cause first, then the
+// memory limit (the cgroup killed, or an uncaught MemoryError, what only
+// Python knows, believed with exit 1), the disk limit (an uncaught OSError
+// EFBIG), then the signal.
+RunEnd Executor::ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t note,
+                             bool memory_killed) {
+  switch (cause) {
+    case StopCause::kTimeout:
+      return RunEnd::kTimeout;
+    case StopCause::kCancelled:
+      return RunEnd::kCancelled;
+    case StopCause::kShutdown:
+      return RunEnd::kShutdown;
+    case StopCause::kNone:
+      break;
+  }
+  if (memory_killed || (note == wire::kReasonMemory && exit_code == 1)) return RunEnd::kMemory;
+  if (note == wire::kReasonFileSize && exit_code == 1) return RunEnd::kFileSize;
+  if (signal) return EndForSignal(signal);
+  return RunEnd::kExited;
 }
 
 void Executor::EndSession(SessionRun& session) {
@@ -454,33 +499,17 @@ std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
   return std::nullopt;
 }
 
-std::optional<Failed> Executor::Handover(uint64_t run_id, const RunRequest& req,
-                                         const std::string& workdir, RunFds& fds,
-                                         const std::shared_ptr<RunSlot>& slot,
-                                         int64_t session_cpu_s) {
-  wire::RunParams params{};
-  snprintf(params.workdir, sizeof params.workdir, "%s", workdir.c_str());
-  params.timeout_s = req.timeout_s;
-  params.session_cpu_s = session_cpu_s;
-  std::string launch_error;
-  if (!zygote_.Launch(run_id, params, fds.RunnerEnds().data(), slot, &launch_error)) {
-    return Failed{RunFailure::kSandboxUnavailable, launch_error};
-  }
-  fds.CloseRunnerEnds();
-  if (req.stdin_data.empty()) fds.in_w.Reset();
-  return std::nullopt;
-}
-
 // The outcome from the trusted side: the verdict the runner wrote before the
 // code ran, and the wait status the zygote reaped. Returns a tool error
 // message when the run never really started.
 std::optional<Failed> Executor::CheckVerdict(RunIo& io, const char* what) {
   const wire::LockdownVerdict* v = io.status.verdict();
   if (!v) {
-    std::string how = !io.exited ? "it was ended before its lockdown finished"
-                      : WIFSIGNALED(io.wait_status)
-                          ? "it died by signal " + std::to_string(WTERMSIG(io.wait_status))
-                          : "it exited with status " + std::to_string(WEXITSTATUS(io.wait_status));
+    const int status = io.reaped ? io.reaped->wait_status : 0;
+    std::string how = !io.reaped ? "it was ended before its lockdown finished"
+                      : WIFSIGNALED(status)
+                          ? "it died by signal " + std::to_string(WTERMSIG(status))
+                          : "it exited with status " + std::to_string(WEXITSTATUS(status));
     return Failed{RunFailure::kStartFailed, "the sandbox could not start this " +
                                                 std::string(what) + ": " + how +
                                                 " before its lockdown finished"};
@@ -491,44 +520,6 @@ std::optional<Failed> Executor::CheckVerdict(RunIo& io, const char* what) {
   }
   io.outcome.lockdown_us = v->lockdown_us;
   io.outcome.lockdown_ahead_us = v->ahead_us;
-  return std::nullopt;
-}
-
-std::optional<Failed> Executor::Settle(RunIo& io) {
-  RunOutcome& o = io.outcome;
-  if (io.lost) return Failed{io.lost_cause, io.lost_reason};
-  if (io.stuck) {
-    return Failed{RunFailure::kSandboxStuck,
-                  "the sandbox did not confirm the end of this run within 5 s of killing it"};
-  }
-  // A later cell of a session runs in an interpreter locked down before the
-  // first one ran: only a run's first code has a verdict to check.
-  if (!(io.session && io.session->cells > 0)) {
-    if (auto refused = CheckVerdict(io, "run")) return refused;
-  }
-  io.CollectOutput();
-  if (WIFSIGNALED(io.wait_status)) {
-    o.signal = WTERMSIG(io.wait_status);
-    o.exit_code = -1;
-  } else {
-    o.exit_code = WEXITSTATUS(io.wait_status);
-  }
-  if (io.timed_out) {
-    o.exit_code = -1;
-    o.end = RunEnd::kTimeout;
-  } else if (io.cancelled) {
-    o.exit_code = -1;
-    o.end = io.cancel.reason() == CancelReason::kShutdown ? RunEnd::kShutdown : RunEnd::kCancelled;
-  } else if (io.oom_killed || (io.status.note() == wire::kReasonMemory && o.exit_code == 1)) {
-    // The run as a whole passed its memory limit (the cgroup killed), or an
-    // uncaught MemoryError (what only Python knows, believed with exit 1).
-    o.end = RunEnd::kMemory;
-  } else if (io.status.note() == wire::kReasonFileSize && o.exit_code == 1) {
-    // An uncaught OSError EFBIG: a write past the disk limit.
-    o.end = RunEnd::kFileSize;
-  } else if (o.signal) {
-    o.end = EndForSignal(o.signal);
-  }
   return std::nullopt;
 }
 

@@ -91,19 +91,25 @@ class Executor {
   struct RunIo;
   class Workdir;
   class ActiveRun;
-  // The steps of Run(), in order.
+  struct Launch;
+  // Why the supervisor stopped a run, if it did (the first cause holds).
+  enum class StopCause { kNone, kTimeout, kCancelled, kShutdown };
+  // The one sequence of Run() and RunCell() (session null for a run), and
+  // its steps in order.
+  std::variant<RunOutcome, std::string> Execute(SessionRun* session, const RunRequest& req,
+                                                CancelToken& cancel, const Progress& progress,
+                                                std::chrono::milliseconds interrupt_grace);
   std::optional<Failed> AcquireSlot(CancelToken& cancel);
+  std::optional<std::string> Prepare(SessionRun* session, const RunRequest& req, Launch& l);
   std::optional<std::string> PrepareWorkdir(Workdir* workdir);
-  std::optional<Failed> Handover(uint64_t run_id, const RunRequest& req, const std::string& workdir,
-                                 RunFds& fds, const std::shared_ptr<RunSlot>& slot,
-                                 int64_t session_cpu_s = 0);
-  std::optional<Failed> HandCell(SessionRun& session, const RunRequest& req, RunFds& fds);
+  std::optional<Failed> Hand(SessionRun* session, const RunRequest& req, Launch& l);
   void PumpUntilEnded(RunIo& io);
   // The verdict the runner wrote before any code ran: a tool error unless it
   // says every layer holds (then its costs go into the outcome).
   std::optional<Failed> CheckVerdict(RunIo& io, const char* what);
   std::optional<Failed> Settle(RunIo& io);
-  std::optional<Failed> SettleCell(RunIo& io, SessionRun& session);
+  static RunEnd ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t note,
+                            bool memory_killed);
   std::string WhyInterpreterEnded(const RunIo& io) const;
   // The run's log line and metric: its outcome, or why it failed.
   void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome,

@@ -34,41 +34,46 @@ int64_t Millis(Clock::duration d) {
 }  // namespace
 
 void Executor::OnDeadline(RunIo& io, Clock::time_point now) {
+  using Phase = RunIo::Phase;
   const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
-  if (!io.killed && !io.timed_out && now >= deadline) {
-    io.timed_out = true;
-    io.Stop(zygote_);
-  }
-  if (io.interrupted && !io.killed && !io.cell_done && now >= io.interrupt_deadline) {
-    io.ignored_interrupt = true;  // native code that never checks for signals
+  if (io.cause == StopCause::kNone && now >= deadline) io.Stop(zygote_, StopCause::kTimeout);
+  if (io.phase == Phase::kInterrupting && !io.cell_end && now >= io.interrupt_deadline) {
+    io.interrupt_ignored = true;  // native code that never checks for signals
     io.Kill(zygote_);
   }
-  if (io.killed && !io.exited && now >= io.kill_deadline) {
-    io.stuck = true;  // the sandbox did not confirm the end: not a result
+  if (io.phase == Phase::kKilling && !io.reaped && !io.failed && now >= io.kill_deadline) {
+    // The sandbox did not confirm the end: not a result.
+    io.failed = Failed{RunFailure::kSandboxStuck,
+                       "the sandbox did not confirm the end of this run within 5 s of killing it"};
   }
 }
 
 void Executor::PumpUntilEnded(RunIo& io) {
+  using Phase = RunIo::Phase;
   const auto deadline = io.started_at + std::chrono::seconds(io.req.timeout_s);
   while (!io.ended()) {
     auto now = Clock::now();
     OnDeadline(io, now);
-    if (io.stuck) break;
-    if (io.exited && now >= io.pipe_deadline) break;
+    if (io.failed) break;
+    if (io.reaped && now >= io.pipe_deadline) break;
     if (io.progress && now >= io.next_progress) ReportProgress(io);
-    auto until = io.exited ? io.pipe_deadline : io.killed ? io.kill_deadline : deadline;
-    if (io.interrupted && !io.killed) until = io.interrupt_deadline;
+    auto until = io.reaped                     ? io.pipe_deadline
+                 : io.phase == Phase::kKilling ? io.kill_deadline
+                                               : deadline;
+    if (io.phase == Phase::kInterrupting) until = io.interrupt_deadline;
     if (io.progress) until = std::min(until, io.next_progress);
     int timeout_ms = static_cast<int>(std::max<int64_t>(0, Millis(until - now)) + 1);
 
+    // A closed pipe's fd is -1 (reset when read to its end), and poll skips
+    // it; so is stdin's once fed, and the cancellation's once a cause holds.
     enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kCount };
     pollfd p[kCount] = {
         {io.out.open ? io.fds.out_r.get() : -1, POLLIN, 0},
         {io.err.open ? io.fds.err_r.get() : -1, POLLIN, 0},
-        {io.status_open ? io.fds.st_r.get() : -1, POLLIN, 0},
-        {io.results_open ? io.fds.res_r.get() : -1, POLLIN, 0},
-        {io.fds.in_w.get(), POLLOUT, 0},  // -1 once stdin is done: poll skips it
-        {io.cancelled ? -1 : io.cancel.fd(), POLLIN, 0},
+        {io.fds.st_r.get(), POLLIN, 0},
+        {io.fds.res_r.get(), POLLIN, 0},
+        {io.fds.in_w.get(), POLLOUT, 0},
+        {io.cause == StopCause::kNone ? io.cancel.fd() : -1, POLLIN, 0},
         {io.slot.wake_fd(), POLLIN, 0},
     };
     int rc = poll(p, kCount, timeout_ms);
@@ -77,38 +82,29 @@ void Executor::PumpUntilEnded(RunIo& io) {
 
     if (p[kOut].revents) Drain(io, io.fds.out_r.get(), io.out);
     if (p[kErr].revents) Drain(io, io.fds.err_r.get(), io.err);
-    if (p[kResults].revents && !io.results.Read(io.fds.res_r.get())) {
-      io.results_open = false;
-      io.fds.res_r.Reset();
-    }
+    if (p[kResults].revents && !io.results.Read(io.fds.res_r.get())) io.fds.res_r.Reset();
     if (p[kStatus].revents && !io.status.Read(io.fds.st_r.get())) {
-      io.status_open = false;
       io.fds.st_r.Reset();  // bounded: whatever else the run writes there fails
     }
-    if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
+    io.ReadCellEnd();
     if (p[kStdin].revents) FeedStdin(io);
-    if (p[kCancel].revents && !io.cancelled) {
-      io.cancelled = true;
+    if (p[kCancel].revents) {
       // The server's shutdown ends a session's interpreter too.
-      if (io.cancel.reason() == CancelReason::kShutdown) {
-        io.Kill(zygote_);
-      } else {
-        io.Stop(zygote_);
-      }
+      io.Stop(zygote_, io.cancel.reason() == CancelReason::kShutdown ? StopCause::kShutdown
+                                                                     : StopCause::kCancelled);
     }
     if (p[kWake].revents) OnSlotChanged(io);
-    if (io.lost) break;
   }
   // What the pipes still hold: the verdict of a run that ended fast, and
   // what a session's cell wrote before its end record (already in the pipes:
   // written first by the same thread).
-  if (io.status_open) io.status.Read(io.fds.st_r.get());
-  if (io.session && !io.cell_done) io.cell_done = io.status.cell_done(io.done_offset(), &io.done);
-  if (io.session && io.cell_done) {
+  if (io.fds.st_r) io.status.Read(io.fds.st_r.get());
+  io.ReadCellEnd();
+  if (io.cell_end) {
     if (io.out.open) Drain(io, io.fds.out_r.get(), io.out);
     if (io.err.open) Drain(io, io.fds.err_r.get(), io.err);
   }
-  if (io.results_open) io.results.Read(io.fds.res_r.get());
+  if (io.fds.res_r) io.results.Read(io.fds.res_r.get());
   io.fds.in_w.Reset();
 }
 
@@ -173,16 +169,11 @@ void Executor::OnSlotChanged(RunIo& io) {
   (void)!read(io.slot.wake_fd(), &v, sizeof v);
   std::lock_guard<std::mutex> lock(io.slot.mu);
   if (io.slot.lost) {
-    io.lost = true;
-    io.lost_reason = io.slot.lost_reason;
-    io.lost_cause = io.slot.lost_cause;
+    if (!io.failed) io.failed = Failed{io.slot.lost_cause, io.slot.lost_reason};
     return;
   }
-  if (io.slot.exited && !io.exited) {
-    io.exited = true;
-    io.wait_status = io.slot.wait_status;
-    io.oom_killed = io.slot.oom_killed;
-    io.ended_by = io.slot.ended_by;
+  if (io.slot.exited && !io.reaped) {
+    io.reaped = RunIo::Reaped{io.slot.wait_status, io.slot.oom_killed, io.slot.ended_by};
     io.pipe_deadline = Clock::now() + kPipeGrace;
   }
 }

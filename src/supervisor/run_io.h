@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -62,7 +63,24 @@ struct Executor::Stream {
 // The I/O of one launched run, until its runner is reaped and its output
 // pipes are closed: stdin fed, both streams read under one budget, the
 // status pipe read up to its bound, the deadline and cancellation enforced.
+// Its state is a phase (what the supervisor has done to the run), a cause
+// (why, if the supervisor stopped it) and how it ended (reaped, a cell's end
+// record, or no result at all).
 struct Executor::RunIo {
+  // What the supervisor has done to the run, in order; a one-shot run goes
+  // from kRunning to kKilling, a session's cell through kInterrupting.
+  enum class Phase {
+    kRunning,       // its code runs
+    kInterrupting,  // a cell was sent KeyboardInterrupt: killed unless it ends within the grace
+    kKilling,       // the zygote was told to kill it, and confirms within kKillGrace
+  };
+  // The zygote's word on a run it reaped.
+  struct Reaped {
+    int wait_status = 0;
+    bool oom_killed = false;  // its memory cgroup killed
+    uint32_t ended_by = 0;    // the zygote's session bound, if it ended the run
+  };
+
   RunIo(uint64_t id, const RunRequest& r, CancelToken& c, RunSlot& sl, RunFds& f, RunOutcome& o,
         Clock::time_point start, const Config& config, const Progress& p)
       : run_id(id),
@@ -83,7 +101,7 @@ struct Executor::RunIo {
   const RunRequest& req;
   CancelToken& cancel;
   RunSlot& slot;
-  RunFds& fds;
+  RunFds& fds;  // the status and results pipes are reset when read to their end
   RunOutcome& outcome;
   const Clock::time_point started_at;
   int64_t budget;
@@ -94,43 +112,44 @@ struct Executor::RunIo {
   Clock::time_point next_progress{};
   std::string recent{};  // the newest output of either stream, for progress
   StatusReader status{};
-  bool status_open = true, results_open = true;
-  bool killed = false, timed_out = false, cancelled = false, exited = false, lost = false,
-       stuck = false;
-  bool oom_killed = false;
-  uint32_t ended_by = 0;  // the zygote's session bound, if it ended the run
-  int wait_status = 0;
-  std::string lost_reason{};
-  RunFailure lost_cause = RunFailure::kSandboxLost;
   size_t stdin_off = 0;
-  Clock::time_point kill_deadline{}, pipe_deadline{};
+
+  Phase phase = Phase::kRunning;
+  StopCause cause = StopCause::kNone;  // why the supervisor stopped it
+  bool interrupt_ignored = false;      // a cell killed for not stopping within the grace
+  Clock::time_point interrupt_deadline{}, kill_deadline{}, pipe_deadline{};
+  // How it ended: reaped, a cell's end record (its interpreter lives on), or
+  // no result (the sandbox lost it, or never confirmed its kill).
+  std::optional<Reaped> reaped;
+  std::optional<wire::CellDone> cell_end;
+  std::optional<Failed> failed;
+
   // A session's cell: it ends with its CellDone record, and a deadline or a
   // cancellation interrupts it first.
   SessionRun* session = nullptr;
   std::chrono::milliseconds interrupt_grace{0};
-  bool cell_done = false, interrupted = false, ignored_interrupt = false;
-  wire::CellDone done{};
   int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
-  Clock::time_point interrupt_deadline{};
 
   void Kill(ZygoteClient& zygote) {
-    if (killed) return;
-    killed = true;
+    if (phase == Phase::kKilling) return;
+    phase = Phase::kKilling;
     zygote.Kill(run_id);
     kill_deadline = Clock::now() + kKillGrace;
   }
-  // A one-shot run is killed; a session's cell gets KeyboardInterrupt, and
-  // is killed only if it has not ended within the grace.
-  void Stop(ZygoteClient& zygote) {
-    if (!session) return Kill(zygote);
-    if (interrupted) return;
-    interrupted = true;
+  // The supervisor ends the run for `why`: a one-shot run is killed; a
+  // session's cell gets KeyboardInterrupt, and is killed only if it has not
+  // ended within the grace; the server's shutdown kills either.
+  void Stop(ZygoteClient& zygote, StopCause why) {
+    if (cause == StopCause::kNone) cause = why;
+    if (!session || why == StopCause::kShutdown) return Kill(zygote);
+    if (phase != Phase::kRunning) return;
+    phase = Phase::kInterrupting;
     zygote.Interrupt(run_id);
     interrupt_deadline = Clock::now() + interrupt_grace;
   }
   bool ended() const {
-    if (session && cell_done) return true;
-    return exited && !out.open && !err.open && !results_open;
+    if (failed || (session && cell_end)) return true;
+    return reaped && !out.open && !err.open && !fds.res_r;
   }
   // What the pipes brought, into the outcome: the tail of a stream that lost
   // bytes to the budget, and the checked results.
@@ -145,6 +164,11 @@ struct Executor::RunIo {
   // Where the status pipe's end record of a session cell starts.
   size_t done_offset() const {
     return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
+  }
+  // A session's cell ends with its end record, once it is in the status pipe.
+  void ReadCellEnd() {
+    wire::CellDone done{};
+    if (session && !cell_end && status.cell_done(done_offset(), &done)) cell_end = done;
   }
 };
 
