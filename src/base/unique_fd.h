@@ -3,6 +3,7 @@
 // process or owner takes it. Every fd the server owns is held in one.
 #pragma once
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <utility>
@@ -44,6 +45,15 @@ inline bool MakePipe(UniqueFd* read_end, UniqueFd* write_end, int flags) {
   if (pipe2(p, flags) != 0) return false;
   read_end->Reset(p[0]);
   write_end->Reset(p[1]);
+  return true;
+}
+
+// socketpair(AF_UNIX, type) into two owners; false (errno set) if refused.
+inline bool MakeSocketPair(int type, UniqueFd* a, UniqueFd* b) {
+  int sv[2];
+  if (socketpair(AF_UNIX, type, 0, sv) != 0) return false;
+  a->Reset(sv[0]);
+  b->Reset(sv[1]);
   return true;
 }
 

@@ -127,28 +127,29 @@ void DetectV2(const CgroupMount& unified, Delegation* d) {
     return;
   }
   std::string parent;
-  int fd = MakeParent(dir, &parent, &why);
-  if (fd < 0) {
+  UniqueFd fd(MakeParent(dir, &parent, &why));
+  if (!fd) {
     d->why_not_memory = d->why_not_pids = why;
     return;
   }
   // Our parent holds no process: its children may get the controllers.
   bool pids = HasWord(available, "pids");
   std::string enable = pids ? "+memory +pids" : "+memory";
-  int err = WriteAt(fd, "cgroup.subtree_control", enable);
+  int err = WriteAt(fd.get(), "cgroup.subtree_control", enable);
   if (err != 0) {
     d->why_not_memory = d->why_not_pids =
         "cannot enable " + enable + " below " + parent + ": " + strerror(err) +
         " (the server's own cgroup must enable them in its cgroup.subtree_control)";
-    close(fd);
     rmdir(parent.c_str());
     return;
   }
+  // The delegation holds its fds for the server's life (RemoveParents
+  // closes them); in v2 memory and pids share the one directory.
   d->version = 2;
-  d->memory_fd = fd;
+  d->memory_fd = fd.Release();
   d->memory_dir = parent;
   if (pids) {
-    d->pids_fd = fd;
+    d->pids_fd = d->memory_fd;
     d->pids_dir = parent;
   } else {
     d->why_not_pids = "the pids controller is not delegated to " + dir;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace mcpexec::sandbox::landlock {
 namespace {
@@ -53,24 +54,21 @@ uint64_t HandledFs(int abi) {
 }
 
 bool AddPath(int ruleset, const std::string& path, uint64_t access, std::string* error) {
-  int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) {
     if (errno == ENOENT) return true;  // nothing there to allow
     *error = "open(" + path + ", O_PATH): " + strerror(errno);
     return false;
   }
   // A rule on a file may carry only the rights that apply to files.
   struct stat st;
-  if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+  if (fstat(fd.get(), &st) == 0 && !S_ISDIR(st.st_mode)) {
     access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
               LANDLOCK_ACCESS_FS_READ_FILE | kFsTruncate | kFsIoctlDev;
   }
-  PathBeneathAttr rule{access, fd};
-  long rc = syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
-  int err = errno;
-  close(fd);
-  if (rc != 0) {
-    *error = "landlock_add_rule(" + path + "): " + strerror(err);
+  PathBeneathAttr rule{access, fd.get()};
+  if (syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0) != 0) {
+    *error = "landlock_add_rule(" + path + "): " + strerror(errno);
     return false;
   }
   return true;
@@ -83,10 +81,10 @@ int ProbeAbi() {
   return abi < 0 ? 0 : static_cast<int>(abi);
 }
 
-int Prepare(int abi, const Rules& rules, std::string* error) {
+UniqueFd Prepare(int abi, const Rules& rules, std::string* error) {
   if (abi < 1) {
     *error = "Landlock is not available";
-    return -1;
+    return UniqueFd();
   }
   uint64_t fs = HandledFs(abi);
   RulesetAttr attr{};
@@ -100,24 +98,22 @@ int Prepare(int abi, const Rules& rules, std::string* error) {
     attr.scoped = kScopeAbstractUnix | kScopeSignal;
     size = sizeof attr;
   }
-  int ruleset = static_cast<int>(CreateRuleset(&attr, size, 0));
-  if (ruleset < 0) {
+  UniqueFd ruleset(static_cast<int>(CreateRuleset(&attr, size, 0)));
+  if (!ruleset) {
     *error = std::string("landlock_create_ruleset: ") + strerror(errno);
-    return -1;
+    return ruleset;
   }
+  const int rs = ruleset.get();
   bool ok = true;
-  for (const auto& dir : rules.readable) ok = ok && AddPath(ruleset, dir, kReadOnly, error);
+  for (const auto& dir : rules.readable) ok = ok && AddPath(rs, dir, kReadOnly, error);
   for (const auto& dir : rules.listable) {
-    ok = ok && AddPath(ruleset, dir, LANDLOCK_ACCESS_FS_READ_DIR, error);
+    ok = ok && AddPath(rs, dir, LANDLOCK_ACCESS_FS_READ_DIR, error);
   }
-  for (const auto& dir : rules.writable) ok = ok && AddPath(ruleset, dir, fs, error);
+  for (const auto& dir : rules.writable) ok = ok && AddPath(rs, dir, fs, error);
   uint64_t device_rw =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? kFsTruncate : 0);
-  for (const auto& dev : rules.devices) ok = ok && AddPath(ruleset, dev, device_rw, error);
-  if (!ok) {
-    close(ruleset);
-    return -1;
-  }
+  for (const auto& dev : rules.devices) ok = ok && AddPath(rs, dev, device_rw, error);
+  if (!ok) ruleset.Reset();
   return ruleset;
 }
 
@@ -125,16 +121,15 @@ bool AddWritable(int abi, int ruleset, const std::string& dir, std::string* erro
   return AddPath(ruleset, dir, HandledFs(abi), error);
 }
 
-bool Restrict(int ruleset, std::string* error) {
-  bool ok = syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
+bool Restrict(UniqueFd ruleset, std::string* error) {
+  bool ok = syscall(SYS_landlock_restrict_self, ruleset.get(), 0) == 0;
   if (!ok) *error = std::string("landlock_restrict_self: ") + strerror(errno);
-  close(ruleset);
   return ok;
 }
 
 bool Apply(int abi, const Rules& rules, std::string* error) {
-  int ruleset = Prepare(abi, rules, error);
-  return ruleset >= 0 && Restrict(ruleset, error);
+  UniqueFd ruleset = Prepare(abi, rules, error);
+  return ruleset && Restrict(std::move(ruleset), error);
 }
 
 }  // namespace mcpexec::sandbox::landlock

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::sandbox::landlock {
 
 // 0 when Landlock is unavailable (kernel, LSM list or seccomp of a container).
@@ -25,10 +27,10 @@ bool Apply(int abi, const Rules& rules, std::string* error);
 
 // The same in two steps, so that the rules known before a run (the system
 // folders: many paths) are added ahead of it: Prepare returns the ruleset
-// fd (or -1), AddWritable adds the run's directory, Restrict enforces the
-// ruleset and closes it.
-int Prepare(int abi, const Rules& rules, std::string* error);
+// (invalid on failure), AddWritable adds the run's directory, Restrict
+// enforces the ruleset and closes it.
+UniqueFd Prepare(int abi, const Rules& rules, std::string* error);
 bool AddWritable(int abi, int ruleset, const std::string& dir, std::string* error);
-bool Restrict(int ruleset, std::string* error);
+bool Restrict(UniqueFd ruleset, std::string* error);
 
 }  // namespace mcpexec::sandbox::landlock

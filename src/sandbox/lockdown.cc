@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "sandbox/credentials.h"
 #include "sandbox/filesystem.h"
@@ -195,8 +196,8 @@ namespace {
 // Landlock's ruleset with every rule known before the run: the system
 // folders (many paths: /etc entry by entry where there is no minimal root),
 // the devices, /dev/shm. -1 without Landlock, or on error (*error set).
-int PrepareLandlock(const Sandbox& sb, std::string* error) {
-  if (sb.landlock_abi <= 0) return -1;
+UniqueFd PrepareLandlock(const Sandbox& sb, std::string* error) {
+  if (sb.landlock_abi <= 0) return UniqueFd();
   landlock::Rules rules;
   // /dev/shm: private where mounts are allowed; elsewhere it stays writable
   // so that multiprocessing's semaphores work (SECURITY.md: the server
@@ -215,15 +216,11 @@ int PrepareLandlock(const Sandbox& sb, std::string* error) {
 // seccomp, last.
 bool Seal(const Sandbox& sb, LockState* st, std::string* error) {
   if (sb.landlock_abi > 0) {
-    int ruleset = st->landlock_ruleset;
-    st->landlock_ruleset = -1;
-    if (ruleset < 0) ruleset = PrepareLandlock(sb, error);
-    if (ruleset < 0) return false;
-    if (!landlock::AddWritable(sb.landlock_abi, ruleset, st->workdir, error)) {
-      close(ruleset);
-      return false;
-    }
-    if (!landlock::Restrict(ruleset, error)) return false;
+    UniqueFd ruleset = std::move(st->landlock_ruleset);
+    if (!ruleset) ruleset = PrepareLandlock(sb, error);
+    if (!ruleset) return false;
+    if (!landlock::AddWritable(sb.landlock_abi, ruleset.get(), st->workdir, error)) return false;
+    if (!landlock::Restrict(std::move(ruleset), error)) return false;
   }
   // Runs stay non-dumpable (credentials made them so): their /proc entries
   // are root's, so a concurrent run or a spare of the same uid cannot even

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/layers.h"
 
@@ -53,7 +54,7 @@ struct LockState {
   bool sealed = false;        // Landlock and seccomp are on
   std::string workdir;        // "/tmp" where the run has its own tmpfs
   std::string error;          // a failed layer: the run must not start
-  int landlock_ruleset = -1;  // prepared ahead, waiting for the run's directory
+  UniqueFd landlock_ruleset;  // prepared ahead, waiting for the run's directory
 };
 
 // A spare runner, before it knows its run: the layers that do not depend on

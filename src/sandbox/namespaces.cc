@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::sandbox::namespaces {
 namespace {
 
@@ -27,12 +29,10 @@ constexpr Name kNames[] = {{CLONE_NEWUSER, "user"}, {CLONE_NEWPID, "pid"}, {CLON
                            {CLONE_NEWNS, "mount"},  {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"}};
 
 bool WriteFile(const char* path, const char* text, std::string* error) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  UniqueFd fd(open(path, O_WRONLY | O_CLOEXEC));
   ssize_t len = static_cast<ssize_t>(strlen(text));
-  bool ok = fd >= 0 && write(fd, text, len) == len;
-  int err = errno;
-  if (fd >= 0) close(fd);
-  if (!ok) *error = std::string("write(") + path + ", \"" + text + "\"): " + strerror(err);
+  bool ok = fd && write(fd.get(), text, len) == len;
+  if (!ok) *error = std::string("write(") + path + ", \"" + text + "\"): " + strerror(errno);
   return ok;
 }
 

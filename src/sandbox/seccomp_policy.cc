@@ -16,6 +16,8 @@
 #include <cstring>
 #include <map>
 
+#include "base/unique_fd.h"
+
 namespace mcpexec::sandbox::seccomp_policy {
 namespace {
 
@@ -479,17 +481,15 @@ bool AddArgRules(scmp_filter_ctx ctx, const Policy& policy, std::string* error) 
 
 // Exports the filter as BPF through a memfd (libseccomp writes to an fd).
 bool Export(scmp_filter_ctx ctx, std::vector<sock_filter>* program, std::string* error) {
-  int fd = memfd_create("mcp-exec-seccomp", MFD_CLOEXEC);
-  int rc = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
+  UniqueFd fd(memfd_create("mcp-exec-seccomp", MFD_CLOEXEC));
+  int rc = !fd ? -errno : seccomp_export_bpf(ctx, fd.get());
   if (rc < 0) {
-    if (fd >= 0) close(fd);
     *error = Failed("seccomp_export_bpf", rc);
     return false;
   }
-  off_t size = lseek(fd, 0, SEEK_END);
+  off_t size = lseek(fd.get(), 0, SEEK_END);
   program->resize(static_cast<size_t>(size) / sizeof(sock_filter));
-  ssize_t n = pread(fd, program->data(), size, 0);
-  close(fd);
+  ssize_t n = pread(fd.get(), program->data(), size, 0);
   if (n != size || size % sizeof(sock_filter) != 0) {
     *error = "seccomp_export_bpf produced an unreadable program";
     return false;

@@ -368,7 +368,7 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
 // A spare: forked ahead of its run, it locks itself down as far as it can
 // without the run (off the request's path), takes common page faults ahead,
 // then waits on sock for its run and runs it.
-[[noreturn]] void SpareMain(const Zygote& z, int sock) {
+[[noreturn]] void SpareMain(const Zygote& z, UniqueFd sock) {
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   sandbox::LockdownAhead(z.sandbox, &g_runner.lock);
@@ -378,11 +378,11 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
   std::string payload;
   std::vector<UniqueFd> fds;
   wire::RunParams params;
-  if (wire::Receive(sock, &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
+  if (wire::Receive(sock.get(), &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
       !ParseRun(payload, fds, &params, true)) {
     _exit(0);  // retired unused
   }
-  close(sock);
+  sock.Reset();
   RunnerExecute(z, params, std::move(fds));
 }
 

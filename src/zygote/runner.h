@@ -30,7 +30,7 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
 
 // In a spare (forked ahead, returned 0 from ForkSandboxed): its lockdown as
 // far as it goes without the run, then its run from sock. Never returns.
-[[noreturn]] void SpareMain(const Zygote& z, int sock);
+[[noreturn]] void SpareMain(const Zygote& z, UniqueFd sock);
 
 // The run: the lockdown finished, the verdict, the caller's code, the exit.
 // owned: the run's fds (kRunFds), a session's cell socket last.

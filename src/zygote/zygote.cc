@@ -62,24 +62,23 @@ void SendFatal(int control, const std::string& why) {
 }
 
 void ForkSpare(Zygote& z) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+  UniqueFd ours, theirs;
+  if (!MakeSocketPair(SOCK_SEQPACKET | SOCK_CLOEXEC, &ours, &theirs)) {
     z.spare_fork_failed = true;
     return;
   }
   std::string error, cgroup;
-  pid_t pid = ForkSandboxed(z, sv[1], &cgroup, &error);
+  pid_t pid = ForkSandboxed(z, theirs.get(), &cgroup, &error);
   if (pid == 0) {
-    close(sv[0]);
-    SpareMain(z, sv[1]);
+    ours.Reset();
+    SpareMain(z, std::move(theirs));
   }
-  close(sv[1]);
+  theirs.Reset();
   if (pid < 0) {
-    close(sv[0]);
     z.spare_fork_failed = true;
     return;
   }
-  z.spares.push_back({pid, UniqueFd(sv[0]), cgroup});
+  z.spares.push_back({pid, std::move(ours), cgroup});
 }
 
 void ReplenishSpares(Zygote& z) {
@@ -151,26 +150,22 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   std::string cgroup;
   if (!HandToSpare(z, h, payload, fds, runner_cells ? runner_cells.get() : -1, &pid, &sock,
                    &cgroup)) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    UniqueFd theirs;
+    if (!MakeSocketPair(SOCK_SEQPACKET | SOCK_CLOEXEC, &sock, &theirs)) {
       int err = errno;
       return fail(err, std::string("socketpair: ") + strerror(err));
     }
     std::string error;
-    pid = ForkSandboxed(z, sv[1], &cgroup, &error);
+    pid = ForkSandboxed(z, theirs.get(), &cgroup, &error);
     if (pid == 0) {
-      close(sv[0]);
-      close(sv[1]);
+      sock.Reset();
+      theirs.Reset();
       if (runner_cells) fds.push_back(std::move(runner_cells));
       RunnerExecute(z, params, std::move(fds));
     }
     int err = errno;
-    close(sv[1]);
-    if (pid < 0) {
-      close(sv[0]);
-      return fail(err, error);
-    }
-    sock.Reset(sv[0]);
+    theirs.Reset();
+    if (pid < 0) return fail(err, error);
   }
   const bool session = static_cast<bool>(cells);
   z.runners[pid] = {h.run_id, std::move(sock), cgroup, false, std::move(cells)};
