@@ -254,6 +254,15 @@ const std::vector<Option>& Options() {
 
 }  // namespace
 
+RunLimits RunLimitsOf(const Config& c) {
+  RunLimits l;
+  l.memory_bytes = c.memory_limit_mb << 20;
+  l.disk_bytes = c.disk_limit_mb << 20;
+  l.max_processes = c.max_processes;
+  l.max_open_files = c.max_open_files;
+  return l;
+}
+
 int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb) {
   // Each session may grow to its memory limit and keeps it between calls:
   // half the memory divided among them.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/run_limits.h"
+
 namespace mcpexec {
 
 enum class Transport { kStdio, kHttp, kSse };
@@ -110,6 +112,9 @@ std::vector<std::string> SplitComma(const std::string& text);
 
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);
+
+// The limits every run gets, from the config (MiB made bytes).
+RunLimits RunLimitsOf(const Config& c);
 // MCP_EXEC_MAX_PY_SESSIONS when unset: half the memory the process may use
 // over the per-run memory limit, clamped to 2..64.
 int64_t DefaultMaxPySessions(int64_t memory_mb, int64_t memory_limit_mb);

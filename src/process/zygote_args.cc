@@ -54,6 +54,17 @@ Arg OutputArg(const char* name, int64_t OutputLimits::*field, int64_t lo) {
           [=](const ZygoteArgs& a) { return std::to_string(a.output.*field); }};
 }
 
+Arg LimitArg(const RunLimitField& f) {
+  return {f.arg,
+          [=](ZygoteArgs& a, const std::string& v) {
+            int64_t n = 0;
+            if (!ParseDecimal(v, &n) || n < 1) return false;
+            a.limits.*f.field = n;
+            return true;
+          },
+          [=](const ZygoteArgs& a) { return std::to_string(a.limits.*f.field); }};
+}
+
 const std::vector<Arg>& Args() {
   auto num = [](auto field) {
     return [=](const ZygoteArgs& a) { return std::to_string(a.*field); };
@@ -61,36 +72,35 @@ const std::vector<Arg>& Args() {
   auto text = [](std::string ZygoteArgs::*field) {
     return [=](const ZygoteArgs& a) { return a.*field; };
   };
-  static const std::vector<Arg> args = {
-      {"supervisor", IntField(&ZygoteArgs::supervisor, 1), num(&ZygoteArgs::supervisor)},
-      {"spares", IntField(&ZygoteArgs::spares, 0), num(&ZygoteArgs::spares)},
-      {"ns", TextField(&ZygoteArgs::namespaces), text(&ZygoteArgs::namespaces)},
-      {"outer-uid", IntField(&ZygoteArgs::outer_uid, 0), num(&ZygoteArgs::outer_uid)},
-      {"outer-gid", IntField(&ZygoteArgs::outer_gid, 0), num(&ZygoteArgs::outer_gid)},
-      {"memory-bytes", IntField(&ZygoteArgs::memory_bytes, 1), num(&ZygoteArgs::memory_bytes)},
-      {"disk-bytes", IntField(&ZygoteArgs::disk_bytes, 1), num(&ZygoteArgs::disk_bytes)},
-      {"max-processes", IntField(&ZygoteArgs::max_processes, 1), num(&ZygoteArgs::max_processes)},
-      {"max-open-files", IntField(&ZygoteArgs::max_open_files, 1),
-       num(&ZygoteArgs::max_open_files)},
-      {"huge-pages", IntField(&ZygoteArgs::huge_pages, 0), num(&ZygoteArgs::huge_pages)},
-      {"prefault", IntField(&ZygoteArgs::prefault, 0), num(&ZygoteArgs::prefault)},
-      {"preload", TextField(&ZygoteArgs::preload), text(&ZygoteArgs::preload)},
-      OutputArg("max-images", &OutputLimits::max_images, 0),
-      OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),
-      OutputArg("max-out-files", &OutputLimits::max_out_files, 0),
-      OutputArg("max-out-bytes", &OutputLimits::max_out_bytes, 0),
-      OutputArg("max-result-bytes", &OutputLimits::max_result_bytes, 0),
-      {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
-       num(&ZygoteArgs::cgroup_version)},
-      {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
-       text(&ZygoteArgs::cgroup_memory_dir)},
-      {"cgroup-pids-dir", TextField(&ZygoteArgs::cgroup_pids_dir),
-       text(&ZygoteArgs::cgroup_pids_dir)},
-      {"cgroup-why-not-memory", TextField(&ZygoteArgs::cgroup_why_not_memory),
-       text(&ZygoteArgs::cgroup_why_not_memory)},
-      {"cgroup-why-not-pids", TextField(&ZygoteArgs::cgroup_why_not_pids),
-       text(&ZygoteArgs::cgroup_why_not_pids)},
-  };
+  static const std::vector<Arg> args = [&] {
+    std::vector<Arg> v = {
+        {"supervisor", IntField(&ZygoteArgs::supervisor, 1), num(&ZygoteArgs::supervisor)},
+        {"spares", IntField(&ZygoteArgs::spares, 0), num(&ZygoteArgs::spares)},
+        {"ns", TextField(&ZygoteArgs::namespaces), text(&ZygoteArgs::namespaces)},
+        {"outer-uid", IntField(&ZygoteArgs::outer_uid, 0), num(&ZygoteArgs::outer_uid)},
+        {"outer-gid", IntField(&ZygoteArgs::outer_gid, 0), num(&ZygoteArgs::outer_gid)},
+        {"huge-pages", IntField(&ZygoteArgs::huge_pages, 0), num(&ZygoteArgs::huge_pages)},
+        {"prefault", IntField(&ZygoteArgs::prefault, 0), num(&ZygoteArgs::prefault)},
+        {"preload", TextField(&ZygoteArgs::preload), text(&ZygoteArgs::preload)},
+        OutputArg("max-images", &OutputLimits::max_images, 0),
+        OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),
+        OutputArg("max-out-files", &OutputLimits::max_out_files, 0),
+        OutputArg("max-out-bytes", &OutputLimits::max_out_bytes, 0),
+        OutputArg("max-result-bytes", &OutputLimits::max_result_bytes, 0),
+        {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
+         num(&ZygoteArgs::cgroup_version)},
+        {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
+         text(&ZygoteArgs::cgroup_memory_dir)},
+        {"cgroup-pids-dir", TextField(&ZygoteArgs::cgroup_pids_dir),
+         text(&ZygoteArgs::cgroup_pids_dir)},
+        {"cgroup-why-not-memory", TextField(&ZygoteArgs::cgroup_why_not_memory),
+         text(&ZygoteArgs::cgroup_why_not_memory)},
+        {"cgroup-why-not-pids", TextField(&ZygoteArgs::cgroup_why_not_pids),
+         text(&ZygoteArgs::cgroup_why_not_pids)},
+    };
+    for (const RunLimitField& f : kRunLimitFields) v.push_back(LimitArg(f));
+    return v;
+  }();
   return args;
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/run_limits.h"
+
 namespace mcpexec {
 
 // Runners forked in advance: up to one per concurrent run, at most this many.
@@ -42,8 +44,8 @@ struct ZygoteArgs {
   std::string namespaces;  // sandbox::namespaces::FlagNames()
   uid_t outer_uid = 0;
   gid_t outer_gid = 0;
-  // The limits of every run.
-  int64_t memory_bytes = 0, disk_bytes = 0, max_processes = 0, max_open_files = 0;
+  // The limits of every run (the configurable ones: kRunLimitFields).
+  RunLimits limits;
   OutputLimits output;
   // 1: the warmed heap is moved onto transparent huge pages before the first
   // fork (fewer page-table entries to copy per fork and to free per exit).

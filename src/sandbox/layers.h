@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/run_limits.h"
+
 namespace mcpexec::sandbox {
 
 struct LayerStatus {
@@ -18,18 +20,8 @@ struct LayerStatus {
   std::string fix;        // what the operator can do, when inactive
 };
 
-// The limits every run gets. The configurable ones come from the server's
-// config (base/config.h holds their defaults) through ZygoteArgs; the rest
-// are fixed here.
-struct RunLimits {
-  int64_t memory_bytes = 0;
-  int64_t disk_bytes = 0;              // workdir size / largest file
-  int64_t scratch_bytes = 64ll << 20;  // private /tmp and /dev/shm each
-  int64_t max_processes = 0;
-  int64_t max_open_files = 0;
-  uint32_t sandbox_uid = 65532;
-  uint32_t sandbox_gid = 65532;
-};
+// The limits every run gets (base/run_limits.h).
+using RunLimits = mcpexec::RunLimits;
 
 nlohmann::json ToJson(const std::vector<LayerStatus>& layers);
 std::vector<LayerStatus> LayersFromJson(const nlohmann::json& j);

@@ -82,6 +82,13 @@ void SizeThreadStacks(int64_t memory_bytes) {
 
 }  // namespace
 
+std::string Describe(const RunLimits& l) {
+  return "address space +" + std::to_string(l.memory_bytes >> 20) + " MiB, files " +
+         std::to_string(l.disk_bytes >> 20) + " MiB, " + std::to_string(l.max_processes) +
+         " processes per uid, " + std::to_string(l.max_open_files) +
+         " open files, cpu = timeout + " + std::to_string(kCpuSlackS) + " s";
+}
+
 bool ApplyInRunner(const RunLimits& l, int64_t timeout_s, std::string* error) {
   std::string why;
   if (!RaiseOomScore(&why)) {

@@ -16,6 +16,8 @@ namespace mcpexec::sandbox::limits {
 constexpr int64_t kCpuSlackS = 5;
 
 bool ApplyInRunner(const RunLimits& limits, int64_t timeout_s, std::string* error);
+// What ApplyInRunner sets, in words (the rlimits layer's detail).
+std::string Describe(const RunLimits& limits);
 
 // Lowers RLIMIT_CPU to the run's timeout (plus slack) once it is known.
 bool LowerCpuLimit(int64_t timeout_s, std::string* error);

@@ -152,13 +152,7 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   layers.push_back(
       {"capabilities", true, false, "all dropped, bounding and ambient sets included", ""});
   layers.push_back({"no_new_privs", true, false, "set before Landlock and seccomp", ""});
-  layers.push_back({"rlimits", true, false,
-                    "address space +" + std::to_string(sb.limits.memory_bytes >> 20) +
-                        " MiB, files " + std::to_string(sb.limits.disk_bytes >> 20) + " MiB, " +
-                        std::to_string(sb.limits.max_processes) + " processes per uid, " +
-                        std::to_string(sb.limits.max_open_files) + " open files, cpu = timeout + " +
-                        std::to_string(limits::kCpuSlackS) + " s",
-                    ""});
+  layers.push_back({"rlimits", true, false, limits::Describe(sb.limits), ""});
   layers.push_back(cgroups::Report(sb.cgroups, sb.limits));
   std::string abi = std::to_string(sb.landlock_abi);
   layers.push_back(

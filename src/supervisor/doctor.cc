@@ -50,16 +50,14 @@ json SeccompRulesJson() {
 }  // namespace
 
 json LimitsJson(const Config& c) {
-  return {{"run",
-           {{"default_timeout_s", c.default_timeout_s},
-            {"max_timeout_s", c.max_timeout_s},
-            {"memory_limit_mb", c.memory_limit_mb},
-            {"disk_limit_mb", c.disk_limit_mb},
-            {"max_processes", c.max_processes},
-            {"max_open_files", c.max_open_files},
-            {"max_output_bytes", c.max_output_bytes},
-            {"max_concurrent", c.max_concurrent},
-            {"max_queue", c.max_queue}}},
+  json run = {{"default_timeout_s", c.default_timeout_s},
+              {"max_timeout_s", c.max_timeout_s},
+              {"max_output_bytes", c.max_output_bytes},
+              {"max_concurrent", c.max_concurrent},
+              {"max_queue", c.max_queue}};
+  const RunLimits limits = RunLimitsOf(c);
+  for (const RunLimitField& f : kRunLimitFields) run[f.name] = f.Shown(limits);
+  return {{"run", run},
           {"from",
            {{"max_concurrent", c.max_concurrent_from},
             {"memory_limit_mb", c.memory_limit_from},
@@ -79,9 +77,10 @@ namespace {
 std::string LimitsText(const Config& c) {
   std::ostringstream o;
   o << "  limits per run: timeout " << c.default_timeout_s << " s by default, at most "
-    << c.max_timeout_s << " s; memory " << c.memory_limit_mb << " MiB; disk " << c.disk_limit_mb
-    << " MiB; " << c.max_processes << " processes; " << c.max_open_files << " open files; "
-    << c.max_concurrent << " at once, " << c.max_queue << " queued\n";
+    << c.max_timeout_s << " s; ";
+  const RunLimits limits = RunLimitsOf(c);
+  for (const RunLimitField& f : kRunLimitFields) o << f.Text(limits) << "; ";
+  o << c.max_concurrent << " at once, " << c.max_queue << " queued\n";
   o << "  where these came from: " << c.max_concurrent << " at once: " << c.max_concurrent_from
     << "; memory " << c.memory_limit_mb << " MiB: " << c.memory_limit_from << "; disk "
     << c.disk_limit_mb << " MiB: " << c.disk_limit_from << "; " << c.max_py_sessions

@@ -88,10 +88,7 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.namespaces = sandbox::namespaces::FlagNames(ns_flags);
   a.outer_uid = geteuid();
   a.outer_gid = getegid();
-  a.memory_bytes = config_.memory_limit_mb << 20;
-  a.disk_bytes = config_.disk_limit_mb << 20;
-  a.max_processes = config_.max_processes;
-  a.max_open_files = config_.max_open_files;
+  a.limits = RunLimitsOf(config_);
   a.output = ResultLimitsFor(config_);
   a.huge_pages = config_.zygote_huge_pages;
   a.prefault = config_.spare_prefault;

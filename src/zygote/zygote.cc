@@ -579,11 +579,7 @@ int ZygoteMain(int argc, char** argv) {
   z.control = kZygoteControlFd;
   z.want_spares = static_cast<size_t>(args.spares);
   z.sandbox.ns_flags = sandbox::namespaces::ParseFlagNames(args.namespaces);
-  sandbox::RunLimits& limits = z.sandbox.limits;
-  limits.memory_bytes = args.memory_bytes;
-  limits.disk_bytes = args.disk_bytes;
-  limits.max_processes = args.max_processes;
-  limits.max_open_files = args.max_open_files;
+  z.sandbox.limits = args.limits;
   z.output_limits = args.output.ByName();
   z.prefault = static_cast<int>(args.prefault);
   fcntl(z.control, F_SETFD, FD_CLOEXEC);

@@ -1,11 +1,17 @@
 // The zygote's command line: what the supervisor writes parses back to the
 // same, and a number past its field's type is refused, never truncated.
+// And the run limits' one table: each configurable limit reaches the
+// zygote's arguments, the start log and doctor from it.
 #include "process/zygote_args.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "base/config.h"
+#include "base/run_limits.h"
+#include "supervisor/doctor.h"
 
 namespace mcpexec {
 namespace {
@@ -24,10 +30,10 @@ ZygoteArgs Valid() {
   a.spares = 2;
   a.outer_uid = 1000;
   a.outer_gid = 1000;
-  a.memory_bytes = 512 << 20;
-  a.disk_bytes = 256 << 20;
-  a.max_processes = 256;
-  a.max_open_files = 1024;
+  a.limits.memory_bytes = 512 << 20;
+  a.limits.disk_bytes = 256 << 20;
+  a.limits.max_processes = 256;
+  a.limits.max_open_files = 1024;
   a.output.max_images = 8;
   a.output.max_image_bytes = 1 << 20;
   a.output.max_out_files = 16;
@@ -56,6 +62,42 @@ TEST(ZygoteArgsTest, ANumberPastItsFieldsTypeIsRefused) {
   std::string error;
   EXPECT_FALSE(ParseArgv(argv, &b, &error));
   EXPECT_NE(error.find("supervisor"), std::string::npos) << error;
+}
+
+// Every configurable run limit goes from the config to the zygote's
+// arguments and back, and is shown under its name in the start log's and
+// doctor's limits, in the units the config has it.
+TEST(RunLimitsTest, EachLimitOfTheTableReachesTheZygoteTheLogAndDoctor) {
+  Config c;
+  c.memory_limit_mb = 300;
+  c.disk_limit_mb = 70;
+  c.max_processes = 90;
+  c.max_open_files = 500;
+  ZygoteArgs a = Valid();
+  a.limits = RunLimitsOf(c);
+  EXPECT_EQ(a.limits.memory_bytes, int64_t{300} << 20);
+  EXPECT_EQ(a.limits.disk_bytes, int64_t{70} << 20);
+  ZygoteArgs b;
+  std::string error;
+  ASSERT_TRUE(ParseArgv(a.ToArgv(), &b, &error)) << error;
+  const nlohmann::json run = LimitsJson(c)["run"];
+  RuntimeReport report;
+  report.sandbox = nlohmann::json::object();
+  const std::string text = DoctorText(report, c);
+  for (const RunLimitField& f : kRunLimitFields) {
+    EXPECT_EQ(b.limits.*f.field, a.limits.*f.field) << f.arg;
+    int found = 0;
+    for (const std::string& item : a.ToArgv()) {
+      found += item == std::string("--") + f.arg + "=" + std::to_string(a.limits.*f.field);
+    }
+    EXPECT_EQ(found, 1) << f.arg;
+    EXPECT_EQ(run.value(f.name, int64_t{-1}), f.Shown(a.limits)) << f.name;
+    EXPECT_NE(text.find(f.Text(a.limits)), std::string::npos) << f.Text(a.limits) << "\n" << text;
+  }
+  EXPECT_EQ(run["memory_limit_mb"], 300);
+  EXPECT_NE(text.find("memory 300 MiB; disk 70 MiB; 90 processes; 500 open files"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
