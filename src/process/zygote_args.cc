@@ -43,26 +43,22 @@ struct Arg {
   std::function<std::string(const ZygoteArgs&)> write;
 };
 
-Arg OutputArg(const char* name, int64_t OutputLimits::*field, int64_t lo) {
+// A number in one of the structs ZygoteArgs carries (the run limits, the
+// output limits), at least lo.
+template <typename S>
+Arg MemberArg(const char* name, S ZygoteArgs::*part, int64_t S::*field, int64_t lo) {
   return {name,
           [=](ZygoteArgs& a, const std::string& v) {
             int64_t n = 0;
             if (!ParseDecimal(v, &n) || n < lo) return false;
-            a.output.*field = n;
+            a.*part.*field = n;
             return true;
           },
-          [=](const ZygoteArgs& a) { return std::to_string(a.output.*field); }};
+          [=](const ZygoteArgs& a) { return std::to_string(a.*part.*field); }};
 }
 
-Arg LimitArg(const RunLimitField& f) {
-  return {f.arg,
-          [=](ZygoteArgs& a, const std::string& v) {
-            int64_t n = 0;
-            if (!ParseDecimal(v, &n) || n < 1) return false;
-            a.limits.*f.field = n;
-            return true;
-          },
-          [=](const ZygoteArgs& a) { return std::to_string(a.limits.*f.field); }};
+Arg OutputArg(const char* name, int64_t OutputLimits::*field, int64_t lo) {
+  return MemberArg(name, &ZygoteArgs::output, field, lo);
 }
 
 const std::vector<Arg>& Args() {
@@ -98,7 +94,9 @@ const std::vector<Arg>& Args() {
         {"cgroup-why-not-pids", TextField(&ZygoteArgs::cgroup_why_not_pids),
          text(&ZygoteArgs::cgroup_why_not_pids)},
     };
-    for (const RunLimitField& f : kRunLimitFields) v.push_back(LimitArg(f));
+    for (const RunLimitField& f : kRunLimitFields) {
+      v.push_back(MemberArg(f.arg, &ZygoteArgs::limits, f.field, 1));
+    }
     return v;
   }();
   return args;

@@ -189,7 +189,7 @@ namespace {
 
 // Landlock's ruleset with every rule known before the run: the system
 // folders (many paths: /etc entry by entry where there is no minimal root),
-// the devices, /dev/shm. -1 without Landlock, or on error (*error set).
+// the devices, /dev/shm. Invalid without Landlock, or on error (*error set).
 UniqueFd PrepareLandlock(const Sandbox& sb, std::string* error) {
   if (sb.landlock_abi <= 0) return UniqueFd();
   landlock::Rules rules;

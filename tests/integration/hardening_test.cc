@@ -256,7 +256,7 @@ namespace {
 // The folder below which the server makes its runs' memory cgroups, from the
 // layer it logs at start; "" when the layer is off (with why in *detail).
 std::string RunCgroupParent(ServerProcess& s, std::string* detail) {
-  WaitUntil([&] { return s.Stderr().find("\"event\":\"sandbox\"") != std::string::npos; }, 5000);
+  s.StderrHas("\"event\":\"sandbox\"");
   std::string err = s.Stderr();
   for (size_t at = 0; (at = err.find("\"event\":\"sandbox\"", at)) != std::string::npos; ++at) {
     size_t start = err.rfind('\n', at);
