@@ -22,6 +22,15 @@ struct RunLimits {
   uint32_t sandbox_gid = 65532;
 };
 
+// RLIMIT_NPROC counts every process of the sandbox uid, all runs together,
+// so the zygote holds runs to shares of max_processes (beyond what each
+// needs of its own: its interpreter, and the init of its pid namespace):
+// the Python sessions together, for what they keep between calls, and all
+// runs together while more than one is going (zygote.cc, WatchRuns). The
+// supervisor says the same numbers to a run it so ended.
+constexpr int64_t SessionsHeldBound(int64_t max_processes) { return max_processes / 2; }
+constexpr int64_t RunsHeldBound(int64_t max_processes) { return max_processes * 3 / 4; }
+
 // One configurable limit: its zygote argument (--arg=N), its name in the
 // start log's and doctor's "run" limits (the value shifted right by
 // `shift`: bytes shown as MiB), and its words in doctor's text ("{}" is the

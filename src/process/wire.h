@@ -32,11 +32,15 @@ enum class Type : uint32_t {
 // kExited's flags: what the zygote knows of the run's end besides its
 // wait status.
 constexpr uint32_t kExitedOomKilled = 1;  // the run's cgroup killed for memory
-// A session the zygote ended (WatchSessions): past the CPU bound of its
+// A run the zygote ended (WatchRuns): a session past the CPU bound of its
 // cell, or holding the most when the sessions held more processes than
-// their share.
+// their share, or any run holding the most when all runs together held
+// more than theirs while another run was going.
 constexpr uint32_t kExitedCpuBound = 2;
 constexpr uint32_t kExitedHeldProcesses = 4;
+constexpr uint32_t kExitedRunsHeldProcesses = 8;
+constexpr uint32_t kExitedByZygote =
+    kExitedCpuBound | kExitedHeldProcesses | kExitedRunsHeldProcesses;
 
 struct Header {
   Type type;

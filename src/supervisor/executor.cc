@@ -18,6 +18,7 @@
 
 #include "base/fs_util.h"
 #include "base/log.h"
+#include "base/run_limits.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
 #include "process/wire.h"
@@ -391,11 +392,20 @@ std::string Executor::WhyInterpreterEnded(const RunIo& io) const {
   }
   if (io.reaped->ended_by & wire::kExitedHeldProcesses) {
     return "the sessions together held more than half of MCP_EXEC_MAX_PROCESSES (" +
-           std::to_string(config_.max_processes / 2) +
+           std::to_string(SessionsHeldBound(config_.max_processes)) +
            " processes and threads beyond their interpreters) and this one held the most, so "
            "the sandbox ended it";
   }
+  if (io.reaped->ended_by & wire::kExitedRunsHeldProcesses) return RunsHeldText();
   return "its interpreter " + DescribeStatus(io.reaped->wait_status);
+}
+
+std::string Executor::RunsHeldText() const {
+  return "while other runs were going, all runs together held more than three quarters of "
+         "MCP_EXEC_MAX_PROCESSES (" +
+         std::to_string(RunsHeldBound(config_.max_processes)) +
+         " processes and threads beyond their interpreters) and this one held the most, so the "
+         "sandbox ended it";
 }
 
 // The end of a run or cell from the trusted side. A one-shot run's exit
@@ -436,16 +446,17 @@ std::optional<Failed> Executor::Settle(RunIo& io) {
     memory_killed = io.reaped && io.reaped->oom_killed;  // the run's cgroup
   }
   if (stopped) o.exit_code = -1;
-  o.end = ClassifyEnd(io.cause, o.exit_code, o.signal, note, memory_killed);
+  const bool held = io.reaped && (io.reaped->ended_by & wire::kExitedRunsHeldProcesses);
+  o.end = ClassifyEnd(io.cause, o.exit_code, o.signal, note, memory_killed, held);
   return std::nullopt;
 }
 
 // One classifier for runs and cells: the supervisor's cause first, then the
-// memory limit (the cgroup killed, or an uncaught MemoryError, what only
-// Python knows, believed with exit 1), the disk limit (an uncaught OSError
-// EFBIG), then the signal.
+// zygote's word that it ended the run for the processes it held, the memory limit (the cgroup
+// killed, or an uncaught MemoryError, what only Python knows, believed with exit 1), the disk limit
+// (an uncaught OSError EFBIG), then the signal.
 RunEnd Executor::ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t note,
-                             bool memory_killed) {
+                             bool memory_killed, bool held_processes) {
   switch (cause) {
     case StopCause::kTimeout:
       return RunEnd::kTimeout;
@@ -456,6 +467,7 @@ RunEnd Executor::ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t
     case StopCause::kNone:
       break;
   }
+  if (held_processes) return RunEnd::kProcesses;
   if (memory_killed || (note == wire::kReasonMemory && exit_code == 1)) return RunEnd::kMemory;
   if (note == wire::kReasonFileSize && exit_code == 1) return RunEnd::kFileSize;
   if (signal) return EndForSignal(signal);

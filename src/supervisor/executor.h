@@ -109,7 +109,10 @@ class Executor {
   std::optional<Failed> CheckVerdict(RunIo& io, const char* what);
   std::optional<Failed> Settle(RunIo& io);
   static RunEnd ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t note,
-                            bool memory_killed);
+                            bool memory_killed, bool held_processes = false);
+  // Why the zygote ended a run (or a session's interpreter) that held the
+  // most processes while all runs together held more than their share.
+  std::string RunsHeldText() const;
   std::string WhyInterpreterEnded(const RunIo& io) const;
   // The run's log line and metric: its outcome, or why it failed.
   void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome,

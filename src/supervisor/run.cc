@@ -3,9 +3,9 @@
 namespace mcpexec {
 
 const std::vector<RunEnd>& AbnormalRunEnds() {
-  static const std::vector<RunEnd> kEnds = {RunEnd::kTimeout,   RunEnd::kMemory,  RunEnd::kCpu,
-                                            RunEnd::kFileSize,  RunEnd::kSeccomp, RunEnd::kSignal,
-                                            RunEnd::kCancelled, RunEnd::kShutdown};
+  static const std::vector<RunEnd> kEnds = {
+      RunEnd::kTimeout, RunEnd::kMemory,    RunEnd::kCpu,      RunEnd::kFileSize, RunEnd::kSeccomp,
+      RunEnd::kSignal,  RunEnd::kCancelled, RunEnd::kShutdown, RunEnd::kProcesses};
   return kEnds;
 }
 
@@ -29,6 +29,8 @@ const char* RunEndName(RunEnd end) {
       return "seccomp";
     case RunEnd::kSignal:
       return "signal";
+    case RunEnd::kProcesses:
+      return "processes";
   }
   return "signal";
 }

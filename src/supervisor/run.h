@@ -46,6 +46,7 @@ enum class RunEnd {
   kFileSize,   // SIGXFSZ: a file past the disk limit
   kSeccomp,    // SIGSYS: a call the policy kills on
   kSignal,     // any other fatal signal
+  kProcesses,  // the zygote ended it: all runs together held more processes than their share
 };
 // Every end but kExited, in a fixed order.
 const std::vector<RunEnd>& AbnormalRunEnds();

@@ -302,7 +302,7 @@ void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
     slot->exited = true;
     slot->wait_status = static_cast<int>(h.value);
     slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
-    slot->ended_by = h.reserved & (wire::kExitedCpuBound | wire::kExitedHeldProcesses);
+    slot->ended_by = h.reserved & wire::kExitedByZygote;
   } else if (h.type == wire::Type::kStartFailed) {
     slot->lost = true;
     slot->lost_reason = "the sandbox could not start this run: " + payload;

@@ -37,7 +37,7 @@ struct RunSlot {
   bool exited = false;
   int wait_status = 0;
   bool oom_killed = false;  // the run's cgroup killed something for memory
-  uint32_t ended_by = 0;    // wire::kExitedCpuBound or kExitedHeldProcesses
+  uint32_t ended_by = 0;    // wire::kExitedByZygote's flags
   bool lost = false;        // the zygote died or refused the run
   std::string lost_reason;
   RunFailure lost_cause = RunFailure::kSandboxLost;

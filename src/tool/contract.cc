@@ -10,6 +10,7 @@
 
 #include "base/base64.h"
 #include "base/fs_util.h"
+#include "base/run_limits.h"
 #include "base/utf8.h"
 #include "protocol/mcp_session.h"
 #include "supervisor/results.h"
@@ -113,7 +114,9 @@ json ExecOutputSchema() {
            "file_size (a file grew past the disk limit: SIGXFSZ, or Python's uncaught OSError "
            "EFBIG), seccomp (a forbidden system "
            "call, SIGSYS), signal (another signal; see signal), cancelled (the client cancelled "
-           "the call), shutdown (the server stopped during the run; the output so far is kept)"}}},
+           "the call), shutdown (the server stopped during the run; the output so far is kept), "
+           "processes (while other runs were going, all runs together held more than three "
+           "quarters of the process budget, and this run held the most, so it was ended)"}}},
         {"queue_ms",
          {{"type", "integer"},
           {"description", "time spent waiting for a slot (and for the session's earlier calls)"}}},
@@ -218,7 +221,10 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " MiB (past it: MemoryError, reason memory); files in the working directory "
     << c.disk_limit_mb << " MiB; stdout and stderr share one budget of " << c.max_output_bytes
     << " bytes (the rest is dropped and truncated is true); stdin at most " << c.max_stdin_bytes
-    << " bytes; code at most " << c.max_code_bytes << " bytes.";
+    << " bytes; code at most " << c.max_code_bytes << " bytes; processes and threads "
+    << c.max_processes << " for all runs together (while other runs go, a run holding more than "
+    << RunsHeldBound(c.max_processes)
+    << " of them beyond its interpreter is ended, reason processes).";
   o << " Besides stdout: the value of a last expression comes back as result (as in a "
        "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
        "image) come back as PNG images (at most "

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/run_limits.h"
 #include "base/unique_fd.h"
 #include "embed/python.h"
 #include "process/proc_tree.h"
@@ -130,6 +131,8 @@ int64_t CpuBoundTicks(pid_t pid, int64_t timeout_s) {
          (timeout_s + sandbox::limits::kCpuSlackS) * hz;
 }
 
+void WatchRuns(Zygote& z);
+
 // The fds are the supervisor's run ends; ours are closed when this returns
 // (a spare or a fresh runner holds its own copies by then).
 void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
@@ -175,6 +178,9 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   wire::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
   // After the answer: reading the run's CPU scans /proc, off the call's path.
   if (session) z.runners[pid].cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
+  // A run that starts beside others finds the share they left it now, not
+  // at the next pass: its first fork would otherwise fail meanwhile.
+  if (z.runners.size() > 1) WatchRuns(z);
 }
 
 void KillRun(Zygote& z, uint64_t run_id) {
@@ -348,50 +354,84 @@ void OnControlMessage(Zygote& z) {
 // sleepers left a 64-process server unable to fork anywhere else). The
 // sessions together may hold at most half of MCP_EXEC_MAX_PROCESSES beyond
 // their interpreters (and their inits); while they hold more, the session
-// holding the most is ended. One-shot runs so always keep half of it.
+// holding the most is ended. A one-shot run did the same for its whole
+// timeout: while another run is going, all runs together may hold at most
+// three quarters of it, and while they hold more, the run holding the most
+// is ended. A run alone may use all of it (a pool as wide as the bound).
+// The kernel cannot count per run here: RLIMIT_NPROC counts per uid (and
+// user namespace), and a pids cgroup needs a delegation that Docker does
+// not give; so the zygote counts, once a second and whenever a run starts
+// beside others.
 constexpr auto kWatchEvery = std::chrono::seconds(1);
 
-int64_t HeldProcessesBound(const Zygote& z) { return z.sandbox.limits.max_processes / 2; }
+// Ends runs[i] for `why` (a kExited flag) and takes what it held off `total`.
+void EndHolder(std::vector<Zygote::Run*>& runs, std::vector<int64_t>& held, size_t i, uint32_t why,
+               int64_t* total) {
+  runs[i]->ended_by = why;
+  *total -= std::exchange(held[i], 0);
+}
 
-void WatchSessions(Zygote& z) {
+void WatchRuns(Zygote& z) {
   std::vector<pid_t> pids;
   std::vector<Zygote::Run*> runs;
+  std::vector<uint64_t> ended;
   for (auto& [pid, run] : z.runners) {
-    if (run.cpu_bound_ticks <= 0) continue;
+    // Killed on an earlier pass and not yet reaped: killed again, for a
+    // tree found in /proc may have forked meanwhile.
+    if (run.ended_by != 0) {
+      ended.push_back(run.run_id);
+      continue;
+    }
     pids.push_back(pid);
     runs.push_back(&run);
   }
-  if (pids.empty()) return;
-  const std::vector<TreeUse> use = TreeUsage(pids);
-  // What every session has of its own: the interpreter's main thread and
-  // its output flusher (embed/python.cc), and the init of its pid namespace.
+  const std::vector<TreeUse> use = pids.empty() ? std::vector<TreeUse>() : TreeUsage(pids);
+  // What every run has of its own: the interpreter's main thread and its
+  // output flusher (embed/python.cc), and the init of its pid namespace.
   // Measured: an idle session's tree is 3 tasks with a pid namespace.
   const int64_t own = z.sandbox.run_pidns ? 3 : 2;
   std::vector<int64_t> held(runs.size());
   int64_t total = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i]->ended_by != 0) continue;  // killed on an earlier pass, not yet reaped
-    if (use[i].cpu_ticks > runs[i]->cpu_bound_ticks) {
+    const bool session = runs[i]->cpu_bound_ticks > 0;
+    if (session && use[i].cpu_ticks > runs[i]->cpu_bound_ticks) {
       runs[i]->ended_by = wire::kExitedCpuBound;
       continue;
     }
     held[i] = std::max<int64_t>(use[i].tasks - own, 0);
     total += held[i];
   }
-  const int64_t bound = HeldProcessesBound(z);
-  while (bound > 0 && total > bound) {
-    size_t most = std::max_element(held.begin(), held.end()) - held.begin();
-    runs[most]->ended_by = wire::kExitedHeldProcesses;
-    total -= std::exchange(held[most], 0);
+  // The sessions' share first: what they hold between calls is the longest
+  // lived.
+  int64_t sessions = 0;
+  std::vector<int64_t> session_held(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->cpu_bound_ticks > 0) sessions += session_held[i] = held[i];
   }
-  std::vector<uint64_t> ended;
+  const int64_t sessions_bound = SessionsHeldBound(z.sandbox.limits.max_processes);
+  while (sessions_bound > 0 && sessions > sessions_bound) {
+    size_t most = std::max_element(session_held.begin(), session_held.end()) - session_held.begin();
+    sessions -= std::exchange(session_held[most], 0);
+    EndHolder(runs, held, most, wire::kExitedHeldProcesses, &total);
+  }
+  size_t live = 0;
+  for (const Zygote::Run* run : runs) live += run->ended_by == 0;
+  const int64_t runs_bound = RunsHeldBound(z.sandbox.limits.max_processes);
+  while (runs_bound > 0 && live > 1 && total > runs_bound) {
+    size_t most = std::max_element(held.begin(), held.end()) - held.begin();
+    EndHolder(runs, held, most, wire::kExitedRunsHeldProcesses, &total);
+    --live;
+  }
   for (const Zygote::Run* run : runs) {
     if (run->ended_by != 0) ended.push_back(run->run_id);
   }
   for (uint64_t id : ended) KillRun(z, id);
 }
 
-bool HasSessions(const Zygote& z) {
+// The watch runs while a session lives (its bounds hold between calls) or
+// more than one run goes (their processes share one budget).
+bool NeedsWatch(const Zygote& z) {
+  if (z.runners.size() > 1) return true;
   for (const auto& [pid, run] : z.runners) {
     if (run.cpu_bound_ticks > 0) return true;
   }
@@ -402,7 +442,7 @@ bool HasSessions(const Zygote& z) {
   auto next_watch = std::chrono::steady_clock::now() + kWatchEvery;
   for (;;) {
     if (std::chrono::steady_clock::now() >= next_watch) {
-      WatchSessions(z);
+      WatchRuns(z);
       next_watch = std::chrono::steady_clock::now() + kWatchEvery;
     }
     ReplenishSpares(z);
@@ -417,7 +457,7 @@ bool HasSessions(const Zygote& z) {
     // pause even when nothing else happens: a quiet server would otherwise
     // keep none, and its next call would pay for a cold fork.
     int timeout_ms = z.spare_fork_failed && z.spares.size() < z.want_spares ? kSpareRetryMs : -1;
-    if (HasSessions(z)) {
+    if (NeedsWatch(z)) {
       auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
                        next_watch - std::chrono::steady_clock::now())
                        .count();

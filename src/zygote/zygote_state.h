@@ -43,7 +43,7 @@ struct Zygote {
     // A session's: where its further cells go. The interpreter's end is
     // receive-only: nothing its code writes reaches the zygote.
     UniqueFd cells{};
-    // A session's CPU bound, in clock ticks of the whole run (WatchSessions):
+    // A session's CPU bound, in clock ticks of the whole run (WatchRuns):
     // what it had used when its latest cell started, plus that cell's
     // timeout and the slack. 0: not a session.
     int64_t cpu_bound_ticks = 0;

@@ -318,6 +318,47 @@ print(len(pids), "held")
   }
 }
 
+// Issue 19, point 2, for one-shot runs: the children a run keeps alive
+// came out of every other run's budget for its whole timeout (52 sleepers
+// in a 64-process server left no run able to fork 20 for 120 s). While
+// another run goes, all runs together may hold three quarters of the
+// bound; the run holding the most is ended, and says so in its reason.
+TEST(RunBoundTest, ChildrenAOneShotRunHoldsCannotStarveOtherRuns) {
+  if (geteuid() != 0) GTEST_SKIP() << "the postures need root";
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  for (const char* posture : {"root", "container", "docker"}) {
+    SCOPED_TRACE(posture);
+    ServerProcess s({{"MCP_EXEC_MAX_PROCESSES", "64"}, {"MCP_EXEC_MAX_CONCURRENT", "4"}}, {},
+                    Wrapper(posture));
+    s.Initialize();
+    const std::string marker = "300." + Marker("");  // a sleep of 300 s, and a name to find
+    const json id = s.NextId();
+    s.SendCall(id, {{"code",
+                     "import subprocess, time\n"
+                     "ps = [subprocess.Popen(['sleep', '" +
+                         marker +
+                         "']) for _ in range(52)]\n"
+                         "print(len(ps), 'held', flush=True)\n"
+                         "time.sleep(120)\n"},
+                    {"timeout_s", 150}});
+    ASSERT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).size() >= 52; }, 30000))
+        << PidsWithCmdlineContaining(marker).size() << " sleepers started; "
+        << s.WaitForId(id, 1000).dump();
+    // 52 held, and the run's own: another run cannot fork 20 beside them.
+    json r = ForkInARun(s, 20);
+    EXPECT_EQ(r["stdout"], "20 forked\n") << r.dump();
+    json held = s.WaitForId(id, 30000);
+    json out = held["result"]["structuredContent"];
+    EXPECT_EQ(out["exit_code"], -1) << held.dump();
+    EXPECT_EQ(out.value("signal", 0), 9) << held.dump();
+    EXPECT_EQ(out.value("reason", ""), "processes") << held.dump();
+    EXPECT_EQ(out["stdout"], "52 held\n") << held.dump();
+    EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000))
+        << "the held children outlived their run";
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
   std::string n = (info.param.session ? "session_" : "") + info.param.posture + "_" +
                   info.param.file.substr(0, info.param.file.size() - 3);

@@ -229,10 +229,23 @@ TEST(ExecDescriptionTest, StatesTheMemoryLimitAndTheEffectiveDefault) {
   EXPECT_NE(d.find("memory 384 MiB"), std::string::npos) << d;
 }
 
+// Issue 19, point 2: the share a run keeps while others go, with its
+// numbers, where the model reads the limits.
+TEST(ExecDescriptionTest, SaysTheProcessBoundAndTheShareOfARun) {
+  Config c;
+  c.max_processes = 64;
+  std::string d = ExecDescription(c, RuntimeReport{}, "");
+  EXPECT_NE(d.find("processes and threads 64 for all runs together"), std::string::npos) << d;
+  EXPECT_NE(d.find("a run holding more than 48 of them beyond its interpreter is ended, reason "
+                   "processes"),
+            std::string::npos)
+      << d;
+}
+
 TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
   json reason = ExecOutputSchema()["properties"]["reason"];
-  std::vector<std::string> all = {"timeout", "memory", "cpu",       "file_size",
-                                  "seccomp", "signal", "cancelled", "shutdown"};
+  std::vector<std::string> all = {"timeout", "memory",    "cpu",      "file_size", "seccomp",
+                                  "signal",  "cancelled", "shutdown", "processes"};
   EXPECT_EQ(reason["enum"], json(all));
   for (const auto& r : all) {
     EXPECT_NE(reason["description"].get<std::string>().find(r + " ("), std::string::npos) << r;
