@@ -131,8 +131,6 @@ int64_t CpuBoundTicks(pid_t pid, int64_t timeout_s) {
          (timeout_s + sandbox::limits::kCpuSlackS) * hz;
 }
 
-void WatchRuns(Zygote& z);
-
 // The fds are the supervisor's run ends; ours are closed when this returns
 // (a spare or a fresh runner holds its own copies by then).
 void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
@@ -178,9 +176,10 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   wire::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
   // After the answer: reading the run's CPU scans /proc, off the call's path.
   if (session) z.runners[pid].cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
-  // A run that starts beside others finds the share they left it now, not
-  // at the next pass: its first fork would otherwise fail meanwhile.
-  if (z.runners.size() > 1) WatchRuns(z);
+  // A run that starts beside others finds the share they left it soon, not
+  // at the next pass: as soon as the zygote is idle (after the next spare's
+  // fork, and off the path of calls arriving back to back).
+  if (z.runners.size() > 1) z.watch_when_idle = true;
 }
 
 void KillRun(Zygote& z, uint64_t run_id) {
@@ -457,16 +456,25 @@ bool NeedsWatch(const Zygote& z) {
     // pause even when nothing else happens: a quiet server would otherwise
     // keep none, and its next call would pay for a cold fork.
     int timeout_ms = z.spare_fork_failed && z.spares.size() < z.want_spares ? kSpareRetryMs : -1;
-    if (NeedsWatch(z)) {
+    if (z.watch_when_idle) {
+      timeout_ms = 0;
+    } else if (NeedsWatch(z)) {
       auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
                        next_watch - std::chrono::steady_clock::now())
                        .count();
       int watch_ms = static_cast<int>(std::clamp<int64_t>(until, 0, 1000));
       timeout_ms = timeout_ms < 0 ? watch_ms : std::min(timeout_ms, watch_ms);
     }
-    if (poll(pfds.data(), pfds.size(), timeout_ms) < 0) {
+    const int ready = poll(pfds.data(), pfds.size(), timeout_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       Die("poll");
+    }
+    if (ready == 0 && z.watch_when_idle) {
+      z.watch_when_idle = false;
+      WatchRuns(z);
+      next_watch = std::chrono::steady_clock::now() + kWatchEvery;
+      continue;
     }
     z.spare_fork_failed = false;
     for (size_t i = 0; i < reapers.size(); ++i) {

@@ -57,7 +57,8 @@ struct Zygote {
   std::map<std::string, int64_t> output_limits;  // the runtime's, by name
   // Retried on the next event or after kSpareRetryMs, never in a loop.
   bool spare_fork_failed = false;
-  int prefault = 0;  // spares take common faults ahead: 1 the run's path, 2 also pandas
+  bool watch_when_idle = false;  // a run started beside others: count their processes
+  int prefault = 0;              // spares take common faults ahead: 1 the run's path, 2 also pandas
   sandbox::Sandbox sandbox;
 };
 
