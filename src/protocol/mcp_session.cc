@@ -5,7 +5,7 @@
 
 #include "base/cancel.h"
 #include "base/log.h"
-#include "base/version.h"
+#include "protocol/stateless.h"
 
 namespace mcpexec {
 
@@ -141,8 +141,7 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
                {"client", client.is_object() ? client.value("name", json("")) : json("")}});
     json result = {{"protocolVersion", version},
                    {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                   {"serverInfo",
-                    {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}}};
+                   {"serverInfo", stateless::ServerInfo()}};
     std::string instructions = backend_.Instructions();
     if (!instructions.empty()) result["instructions"] = std::move(instructions);
     send_(jsonrpc::Result(id, std::move(result)));

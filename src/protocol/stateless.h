@@ -1,0 +1,80 @@
+// The vocabulary of MCP revision 2026-07-28, the stateless era, as pure
+// functions: which era a message is of, the checks of a request's _meta
+// envelope and version, the methods the era serves, and what every result
+// of the era carries. McpSession and the HTTP transport apply them; nothing
+// here holds state. The 2025 revisions (initialize, Mcp-Session-Id) stay in
+// mcp_session.cc as they were.
+//
+// Spec: docs/specification/2026-07-28/basic/index.mdx (per-request fields,
+// error codes, resultType), basic/versioning.mdx, server/discover.mdx,
+// server/utilities/caching.mdx.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcpexec::stateless {
+
+inline constexpr char kVersion[] = "2026-07-28";
+
+// The request's _meta keys, and the result's and notifications'.
+inline constexpr char kMetaProtocolVersion[] = "io.modelcontextprotocol/protocolVersion";
+inline constexpr char kMetaClientCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr char kMetaClientInfo[] = "io.modelcontextprotocol/clientInfo";
+inline constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
+inline constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
+inline constexpr char kMetaSubscriptionId[] = "io.modelcontextprotocol/subscriptionId";
+
+// The revision's error codes (basic/index.mdx "Error Codes").
+constexpr int kHeaderMismatch = -32020;
+constexpr int kMissingRequiredClientCapability = -32021;
+constexpr int kUnsupportedProtocolVersion = -32022;
+
+enum class Era { kLegacy, kStateless };
+
+// A message is of the stateless era when its params._meta names a protocol
+// version; else when the HTTP MCP-Protocol-Version header (version_header,
+// null on stdio) is 2026-07-28 or later (its envelope is then missing, which
+// CheckEnvelope refuses); else it is of the 2025 era.
+Era ClassifyMessage(const nlohmann::json& msg, const std::string* version_header);
+
+// What a request of the era is refused with: the JSON-RPC error (with the
+// request's own id) and the HTTP status it goes with.
+struct Rejection {
+  int http_status;
+  nlohmann::json response;
+};
+
+// The _meta envelope every request of the era carries: protocolVersion a
+// string, clientCapabilities an object (both required), clientInfo an
+// object with string name and version, logLevel one of the eight levels.
+// -32602 naming each missing and each invalid key.
+std::optional<Rejection> CheckEnvelope(const nlohmann::json& id, const nlohmann::json& params);
+
+// -32022 for any version but 2026-07-28, with data {supported, requested};
+// a 2025 version is served after initialize, and the message says so.
+std::optional<Rejection> CheckVersion(const nlohmann::json& id, const std::string& version);
+
+// Every version this server speaks: 2026-07-28 first, then the 2025 ones.
+std::vector<std::string> AllSupportedVersions();
+
+// The methods the era serves here; anything else, the methods the revision
+// removed (initialize, ping, logging/setLevel, resources/subscribe...)
+// included, is -32601 (404 over HTTP).
+bool IsServedMethod(const std::string& method);
+
+// {name, title, version}: in initialize's result and in every result of
+// the era (_meta io.modelcontextprotocol/serverInfo).
+nlohmann::json ServerInfo();
+
+// A result of the era: resultType "complete" and the server's info in _meta
+// (kept beside any _meta the result already has).
+nlohmann::json Complete(nlohmann::json result);
+
+// The caching hints of discover and the lists (server/utilities/caching.mdx).
+nlohmann::json WithCacheHints(nlohmann::json result, int64_t ttl_ms, const std::string& scope);
+
+}  // namespace mcpexec::stateless
