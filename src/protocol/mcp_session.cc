@@ -41,8 +41,11 @@ namespace {
 std::atomic<uint64_t> g_next_connection{1};
 }  // namespace
 
-McpSession::McpSession(ToolBackend& backend, Sender send)
-    : backend_(backend), connection_(g_next_connection++), send_(std::move(send)) {}
+McpSession::McpSession(ToolBackend& backend, Sender send, Options options)
+    : backend_(backend),
+      options_(options),
+      connection_(g_next_connection++),
+      send_(std::move(send)) {}
 
 McpSession::~McpSession() {
   // Call threads hold `this`: none may outlive it. Cancelled runs end within
@@ -117,7 +120,10 @@ void McpSession::Handle(const json& msg) {
     return;
   }
   if (params.is_null()) params = json::object();
-  if (has_id) {
+  if (has_id && options_.stateless &&
+      stateless::ClassifyMessage(msg, nullptr) == stateless::Era::kStateless) {
+    HandleStatelessRequest(id, method, params);
+  } else if (has_id) {
     HandleRequest(id, method, params);
   } else {
     HandleNotification(method, params);
@@ -167,6 +173,77 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
   send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
 }
 
+// Protocol 2026-07-28: no handshake; each request carries its version and
+// capabilities in _meta, checked first; the result says it is complete and
+// names the server.
+void McpSession::HandleStatelessRequest(const json& id, const std::string& method,
+                                        const json& params) {
+  if (auto refused = stateless::CheckEnvelope(id, params)) return send_(refused->response);
+  const std::string version = params["_meta"][stateless::kMetaProtocolVersion];
+  if (auto refused = stateless::CheckVersion(id, version)) return send_(refused->response);
+  if (!stateless::IsServedMethod(method)) {
+    return send_(jsonrpc::Error(
+        id, jsonrpc::kMethodNotFound,
+        "method not found in protocol " + std::string(stateless::kVersion) + ": " + method));
+  }
+  auto cached = [&](json result) {
+    send_(jsonrpc::Result(id, stateless::Complete(stateless::WithCacheHints(
+                                  std::move(result), kCacheTtlMs, backend_.CacheScope()))));
+  };
+  if (method == "server/discover") {
+    json result = {
+        {"supportedVersions", stateless::AllSupportedVersions()},
+        {"capabilities",
+         {{"tools", json::object()}, {"prompts", json::object()}, {"resources", json::object()}}}};
+    std::string instructions = backend_.Instructions();
+    if (!instructions.empty()) result["instructions"] = std::move(instructions);
+    return cached(std::move(result));
+  }
+  if (method == "tools/list") return cached({{"tools", json::array({backend_.ToolDescriptor()})}});
+  // This server has no prompts and no resources: empty lists, and an
+  // unknown name (-32602) for any one asked for.
+  if (method == "prompts/list") return cached({{"prompts", json::array()}});
+  if (method == "resources/list") return cached({{"resources", json::array()}});
+  if (method == "resources/templates/list") return cached({{"resourceTemplates", json::array()}});
+  if (method == "prompts/get") {
+    return send_(
+        jsonrpc::Error(id, jsonrpc::kInvalidParams, "unknown prompt: this server has none"));
+  }
+  if (method == "resources/read") {
+    return send_(jsonrpc::Error(id, jsonrpc::kInvalidParams,
+                                "resource not found: this server has no resources to read"));
+  }
+  if (method == "subscriptions/listen") return StartListen(id);
+  StartToolCall(id, params, true);
+}
+
+// Acknowledged at once with nothing subscribed (no list of this server
+// changes); the request stays open until it is cancelled or the server ends.
+void McpSession::StartListen(const json& id) {
+  json ack = {
+      {"jsonrpc", "2.0"},
+      {"method", "notifications/subscriptions/acknowledged"},
+      {"params",
+       {{"_meta", {{stateless::kMetaSubscriptionId, id}}}, {"notifications", json::object()}}}};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listens_[id.dump()] = id;
+  }
+  if (!related_ || !related_(ack, id)) send_(ack);
+}
+
+void McpSession::EndListens() {
+  std::map<std::string, json> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    open.swap(listens_);
+  }
+  for (const auto& [key, id] : open) {
+    send_(jsonrpc::Result(
+        id, stateless::Complete({{"_meta", {{stateless::kMetaSubscriptionId, id}}}})));
+  }
+}
+
 void McpSession::HandleNotification(const std::string& method, const json& params) {
   if (method == "notifications/cancelled") {
     json rid = params.value("requestId", json(nullptr));
@@ -175,6 +252,7 @@ void McpSession::HandleNotification(const std::string& method, const json& param
       std::lock_guard<std::mutex> lock(mu_);
       auto [first, last] = calls_.equal_range(rid.dump());
       for (auto it = first; it != last; ++it) tokens.push_back(it->second);
+      listens_.erase(rid.dump());  // a listen ends without an answer
     }
     if (!tokens.empty()) log::Info("cancel", {{"request_id", rid}});
     for (auto& token : tokens) token->Cancel();
@@ -182,7 +260,11 @@ void McpSession::HandleNotification(const std::string& method, const json& param
   // notifications/initialized and anything unknown: nothing to answer.
 }
 
-void McpSession::StartToolCall(const json& id, const json& params) {
+void McpSession::StartToolCall(const json& id, const json& params, bool stateless) {
+  // A result of protocol 2026-07-28 says it is complete and names the server.
+  auto result_of = [stateless](json r) {
+    return stateless ? stateless::Complete(std::move(r)) : std::move(r);
+  };
   json name = params.value("name", json(nullptr));
   const std::string tool = backend_.ToolName();
   if (!name.is_string() || name.get<std::string>() != tool) {
@@ -207,12 +289,12 @@ void McpSession::StartToolCall(const json& id, const json& params) {
   json args = params.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) {
-    send_(jsonrpc::Result(id, ToolErrorResult("arguments must be an object")));
+    send_(jsonrpc::Result(id, result_of(ToolErrorResult("arguments must be an object"))));
     return;
   }
   auto accepted = backend_.Accept(args, connection_);
   if (auto* refusal = std::get_if<json>(&accepted)) {
-    send_(jsonrpc::Result(id, *refusal));
+    send_(jsonrpc::Result(id, result_of(*refusal)));
     return;
   }
   auto token = std::make_shared<CancelToken>();
@@ -223,9 +305,9 @@ void McpSession::StartToolCall(const json& id, const json& params) {
     ++in_flight_;
   }
   ToolBackend::Progress progress = MakeProgress(id, params, token);
-  std::thread([this, id, key, token, progress,
+  std::thread([this, id, key, token, progress, result_of,
                work = std::get<ToolBackend::Work>(std::move(accepted))] {
-    json result = work(*token, progress);
+    json result = result_of(work(*token, progress));
     // A cancelled request gets no response (MCP cancellation); one ended by
     // the server's shutdown is answered.
     if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -34,6 +35,9 @@ class ToolBackend {
   virtual std::string ToolName() const = 0;
   // initialize's instructions (how to use the tool); empty: none.
   virtual std::string Instructions() const { return std::string(); }
+  // Who may share cached lists and discover results (protocol 2026-07-28,
+  // cacheScope): "public", or "private" when answers depend on a credential.
+  virtual std::string CacheScope() const { return "public"; }
   // Reports a running call's progress (MCP notifications/progress): an
   // increasing number and a short message. Empty when the call asked for
   // none (no _meta.progressToken).
@@ -70,10 +74,20 @@ nlohmann::json Result(const nlohmann::json& id, const nlohmann::json& result);
 // every progress notification): longer ones are refused (-32602).
 constexpr size_t kMaxProgressTokenBytes = 1024;
 
+// How long a client may keep discover's and the lists' results (ttlMs).
+constexpr int64_t kCacheTtlMs = 300000;
+
 class McpSession {
  public:
   using Sender = std::function<void(const nlohmann::json&)>;
-  McpSession(ToolBackend& backend, Sender send);
+  struct Options {
+    // Requests of protocol 2026-07-28 (their _meta names the version) are
+    // served without a handshake. Off for a session an HTTP initialize made:
+    // the transport routes the stateless era elsewhere.
+    bool stateless = true;
+  };
+  McpSession(ToolBackend& backend, Sender send) : McpSession(backend, std::move(send), Options{}) {}
+  McpSession(ToolBackend& backend, Sender send, Options options);
   // A transport that can deliver a message on the stream of the request it
   // belongs to (streamable HTTP) sets this; it returns false when it cannot,
   // and the message then goes to the Sender.
@@ -92,6 +106,9 @@ class McpSession {
   // and reason "shutdown", or a tool error if it had not started.
   void CancelAll(CancelReason why = CancelReason::kClient);
   bool WaitIdle(std::chrono::milliseconds timeout);
+  // Ends every open subscriptions/listen with its closing result (the
+  // server is going away).
+  void EndListens();
   int64_t in_flight() const;
 
   bool initialized() const { return initialized_.load(); }
@@ -102,12 +119,17 @@ class McpSession {
   void HandleRequest(const nlohmann::json& id, const std::string& method,
                      const nlohmann::json& params);
   void HandleNotification(const std::string& method, const nlohmann::json& params);
-  void StartToolCall(const nlohmann::json& id, const nlohmann::json& params);
+  void HandleStatelessRequest(const nlohmann::json& id, const std::string& method,
+                              const nlohmann::json& params);
+  void StartToolCall(const nlohmann::json& id, const nlohmann::json& params,
+                     bool stateless = false);
+  void StartListen(const nlohmann::json& id);
 
   ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
                                      const std::shared_ptr<CancelToken>& token);
 
   ToolBackend& backend_;
+  const Options options_;
   const uint64_t connection_;
   Sender send_;
   RelatedSender related_;
@@ -119,6 +141,9 @@ class McpSession {
   // every call stays reachable for cancellation.
   std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;
   int64_t in_flight_ = 0;
+  // Open subscriptions/listen requests, by id.dump(): acknowledged, never
+  // notified (this server's lists do not change), answered at the end.
+  std::map<std::string, nlohmann::json> listens_;
 };
 
 }  // namespace mcpexec

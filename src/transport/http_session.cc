@@ -38,7 +38,11 @@ bool IsProgress(const json& m) {
 // ------------------------------------------------------------ HttpSession
 
 HttpSession::HttpSession(ToolBackend& backend, bool legacy)
-    : legacy_(legacy), mcp_(backend, [this](const json& m) { Route(m); }) {
+    // Protocol 2026-07-28 over HTTP is routed before a session is found
+    // (issue 21, step 5); a session an initialize made speaks 2025 only.
+    : legacy_(legacy),
+      mcp_(
+          backend, [this](const json& m) { Route(m); }, McpSession::Options{false}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
     mcp_.SetRelatedSender(

@@ -101,7 +101,9 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
   }
   log::Info("stdio_stopping", {{"reason", stop_reason}, {"in_flight", session.in_flight()}});
   // Every call still in flight is answered before we exit: its output so
-  // far with reason "shutdown" (or a tool error if it was still queued).
+  // far with reason "shutdown" (or a tool error if it was still queued);
+  // every open subscriptions/listen gets its closing result.
+  session.EndListens();
   session.CancelAll(CancelReason::kShutdown);
   session.WaitIdle(std::chrono::seconds(30));
   return 0;

@@ -10,6 +10,7 @@
 
 #include "base/cancel.h"
 #include "base/config.h"
+#include "protocol/stateless.h"
 #include "tool/contract.h"
 
 namespace mcpexec {
@@ -247,6 +248,105 @@ class SlowToStopBackend : public FakeBackend {
   }
   std::atomic<bool> started{false}, finished{false};
 };
+
+// Protocol 2026-07-28 on the same session: no handshake, the envelope in
+// every request's _meta, every result complete and naming the server.
+json Envelope() {
+  return {{stateless::kMetaProtocolVersion, stateless::kVersion},
+          {stateless::kMetaClientCapabilities, json::object()}};
+}
+
+json StatelessRequest(const json& id, const std::string& method, json params = json::object()) {
+  params["_meta"] = Envelope();
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+}
+
+TEST_F(SessionTest, StatelessDiscoverNeedsNoHandshake) {
+  session_.Handle(StatelessRequest(1, "server/discover"));
+  json r = WaitFor(1)["result"];
+  EXPECT_EQ(r["resultType"], "complete");
+  EXPECT_EQ(r["supportedVersions"][0], stateless::kVersion);
+  EXPECT_TRUE(r["capabilities"].contains("tools"));
+  EXPECT_EQ(r["ttlMs"], kCacheTtlMs);
+  EXPECT_EQ(r["cacheScope"], "public");
+  EXPECT_EQ(r["_meta"][stateless::kMetaServerInfo]["name"], "mcp-exec");
+  EXPECT_FALSE(session_.initialized()) << "the stateless era has no handshake";
+  // The legacy era still needs one on the same session.
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
+  EXPECT_EQ(WaitFor(2)["error"]["code"], jsonrpc::kInvalidRequest);
+}
+
+TEST_F(SessionTest, StatelessListsAndCallsAreComplete) {
+  session_.Handle(StatelessRequest(1, "tools/list"));
+  json tools = WaitFor(1)["result"];
+  EXPECT_EQ(tools["tools"][0]["name"], "exec");
+  EXPECT_EQ(tools["resultType"], "complete");
+  EXPECT_EQ(tools["cacheScope"], "public");
+  for (const char* m : {"prompts/list", "resources/list", "resources/templates/list"}) {
+    session_.Handle(StatelessRequest(m, m));
+    json r = WaitFor(m)["result"];
+    EXPECT_EQ(r["resultType"], "complete") << m;
+    EXPECT_EQ(r["ttlMs"], kCacheTtlMs) << m;
+  }
+  session_.Handle(
+      StatelessRequest(3, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "x"}}}}));
+  json call = WaitFor(3)["result"];
+  EXPECT_EQ(call["resultType"], "complete") << call.dump();
+  EXPECT_EQ(call["structuredContent"]["stdout"], "ran:x") << call.dump();
+  session_.Handle(StatelessRequest(4, "tools/call", {{"name", "exec"}, {"arguments", 5}}));
+  json bad = WaitFor(4)["result"];
+  EXPECT_EQ(bad["isError"], true);
+  EXPECT_EQ(bad["resultType"], "complete");
+}
+
+TEST_F(SessionTest, StatelessFaultsGetTheirCodesWithTheRequestsId) {
+  session_.Handle(
+      {{"jsonrpc", "2.0"},
+       {"id", "a"},
+       {"method", "tools/list"},
+       {"params", {{"_meta", {{stateless::kMetaProtocolVersion, stateless::kVersion}}}}}});
+  EXPECT_EQ(WaitFor("a")["error"]["code"], jsonrpc::kInvalidParams);
+  json old = StatelessRequest("b", "tools/list");
+  old["params"]["_meta"][stateless::kMetaProtocolVersion] = "2025-11-25";
+  session_.Handle(old);
+  json e = WaitFor("b")["error"];
+  EXPECT_EQ(e["code"], stateless::kUnsupportedProtocolVersion);
+  EXPECT_EQ(e["data"]["requested"], "2025-11-25");
+  for (const char* m : {"initialize", "ping", "logging/setLevel", "resources/subscribe"}) {
+    session_.Handle(StatelessRequest(m, m));
+    EXPECT_EQ(WaitFor(m)["error"]["code"], jsonrpc::kMethodNotFound) << m;
+  }
+  session_.Handle(StatelessRequest("c", "prompts/get", {{"name", "x"}}));
+  EXPECT_EQ(WaitFor("c")["error"]["code"], jsonrpc::kInvalidParams);
+}
+
+TEST_F(SessionTest, AStatelessCallCancelledGetsNoAnswer) {
+  session_.Handle(
+      StatelessRequest(8, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}));
+  EXPECT_EQ(session_.in_flight(), 1);
+  session_.Handle(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 8}}}});
+  ASSERT_TRUE(session_.WaitIdle(std::chrono::seconds(5)));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
+}
+
+TEST_F(SessionTest, AListenIsAcknowledgedFirstAndClosedAtTheEnd) {
+  session_.Handle(StatelessRequest(5, "subscriptions/listen", {{"notifications", json::object()}}));
+  json ack = Last();
+  EXPECT_EQ(ack["method"], "notifications/subscriptions/acknowledged");
+  EXPECT_EQ(ack["params"]["_meta"][stateless::kMetaSubscriptionId], 5);
+  EXPECT_EQ(ack["params"]["notifications"], json::object());
+  session_.Handle(StatelessRequest(6, "subscriptions/listen"));
+  session_.Handle(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 6}}}});
+  session_.EndListens();
+  json closed = WaitFor(5);
+  EXPECT_EQ(closed["result"]["resultType"], "complete");
+  EXPECT_EQ(closed["result"]["_meta"][stateless::kMetaSubscriptionId], 5);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(6)) << "a cancelled listen";
+}
 
 TEST(SessionLifetimeTest, NoCallThreadOutlivesItsSession) {
   SlowToStopBackend backend;
