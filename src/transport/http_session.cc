@@ -1,12 +1,11 @@
 #include "transport/http_session.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cstdlib>
 
 #include "base/fair_share.h"
 #include "base/log.h"
+#include "base/random.h"
 
 namespace mcpexec {
 
@@ -232,7 +231,7 @@ void HttpSession::Prune() {
 
 std::string RandomSessionId() {
   unsigned char bytes[16];
-  if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes) abort();
+  RandomBytes(bytes, sizeof bytes);
   static const char* hex = "0123456789abcdef";
   std::string id;
   for (unsigned char b : bytes) id += hex[b >> 4], id += hex[b & 15];
