@@ -136,12 +136,15 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
                                 ? params.value("protocolVersion", std::string())
                                 : std::string();
     std::string version = NegotiateProtocolVersion(requested);
+    json client = params.value("clientInfo", json::object());
     {
       std::lock_guard<std::mutex> lock(mu_);
       protocol_version_ = version;
+      client_ = client.is_object() && client.contains("name") && client["name"].is_string()
+                    ? client["name"].get<std::string>()
+                    : std::string();
     }
     initialized_ = true;
-    json client = params.value("clientInfo", json::object());
     log::Info("initialize",
               {{"protocol_version", version},
                {"client", client.is_object() ? client.value("name", json("")) : json("")}});
@@ -260,10 +263,10 @@ void McpSession::HandleNotification(const std::string& method, const json& param
   // notifications/initialized and anything unknown: nothing to answer.
 }
 
-void McpSession::StartToolCall(const json& id, const json& params, bool stateless) {
+void McpSession::StartToolCall(const json& id, const json& params, bool stateless_era) {
   // A result of protocol 2026-07-28 says it is complete and names the server.
-  auto result_of = [stateless](json r) {
-    return stateless ? stateless::Complete(std::move(r)) : std::move(r);
+  auto result_of = [stateless_era](json r) {
+    return stateless_era ? stateless::Complete(std::move(r)) : std::move(r);
   };
   json name = params.value("name", json(nullptr));
   const std::string tool = backend_.ToolName();
@@ -292,7 +295,17 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
     send_(jsonrpc::Result(id, result_of(ToolErrorResult("arguments must be an object"))));
     return;
   }
-  auto accepted = backend_.Accept(args, connection_);
+  CallContext context{connection_, stateless_era, std::string()};
+  if (stateless_era) {
+    const json info = meta.is_object() ? meta.value(stateless::kMetaClientInfo, json()) : json();
+    if (info.is_object() && info.contains("name") && info["name"].is_string()) {
+      context.client = info["name"];
+    }
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    context.client = client_;
+  }
+  auto accepted = backend_.Accept(args, context);
   if (auto* refusal = std::get_if<json>(&accepted)) {
     send_(jsonrpc::Result(id, result_of(*refusal)));
     return;

@@ -24,6 +24,16 @@ namespace mcpexec {
 extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
 std::string NegotiateProtocolVersion(const std::string& requested);
 
+// Where a tools/call came from: its connection (one per McpSession, never
+// reused: for state a tool keeps per connection), whether it is of protocol
+// 2026-07-28 (no connection state may be relied on), and the client's name
+// as it gave it (initialize's or the request's clientInfo; may be empty).
+struct CallContext {
+  uint64_t connection = 0;
+  bool stateless = false;
+  std::string client;
+};
+
 // The tools as every session sees them. The session knows JSON-RPC and MCP;
 // what a tool's arguments mean is the backend's business.
 class ToolBackend {
@@ -48,10 +58,8 @@ class ToolBackend {
   // Checks a call's arguments and reserves room for it. Returns the work, or
   // the CallToolResult to answer at once (a tool error: bad arguments, at
   // capacity).
-  // connection: the MCP connection the call came on (one per McpSession,
-  // never reused), for state a tool keeps per connection.
   virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
-                                                    uint64_t connection) = 0;
+                                                    const CallContext& context) = 0;
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}
@@ -122,7 +130,7 @@ class McpSession {
   void HandleStatelessRequest(const nlohmann::json& id, const std::string& method,
                               const nlohmann::json& params);
   void StartToolCall(const nlohmann::json& id, const nlohmann::json& params,
-                     bool stateless = false);
+                     bool stateless_era = false);
   void StartListen(const nlohmann::json& id);
 
   ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
@@ -137,6 +145,7 @@ class McpSession {
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::string protocol_version_;
+  std::string client_;  // initialize's clientInfo.name
   // key: id.dump(); a client may (wrongly) reuse the id of a call in flight:
   // every call stays reachable for cancellation.
   std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;

@@ -53,7 +53,7 @@ json ExecBackend::ToolDescriptor() const {
 }
 
 std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
-                                                          uint64_t connection) {
+                                                          const CallContext& context) {
   auto validated = ValidateExecArguments(arguments, config_);
   if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
   if (!scheduler_.Admit()) {
@@ -69,7 +69,7 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
   std::shared_ptr<SessionPool::Ticket> ticket;
   if (!req.session.empty()) {
     std::string error;
-    ticket = sessions_.Reserve(connection, req.session, &error);
+    ticket = sessions_.Reserve(context.connection, req.session, &error);
     if (!ticket) {
       executor_.Withdraw();
       metrics_.RecordFailure(RunFailureName(RunFailure::kPySessionsFull));

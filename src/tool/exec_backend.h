@@ -26,7 +26,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   std::string ToolName() const override { return ExecToolName(); }
   std::string Instructions() const override { return ExecInstructions(config_); }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
-                                            uint64_t connection) override;
+                                            const CallContext& context) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
 
   // ServerHealth

@@ -41,7 +41,8 @@ class FuzzBackend : public ToolBackend, public ServerHealth {
   std::string ToolName() const override { return ExecToolName(); }
 
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
-                                            uint64_t connection) override {
+                                            const CallContext& context) override {
+    const uint64_t connection = context.connection;
     auto validated = ValidateExecArguments(arguments, config_);
     if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
     uint64_t epoch;

@@ -24,7 +24,8 @@ class FakeBackend : public ToolBackend {
  public:
   json ToolDescriptor() const override { return {{"name", "exec"}}; }
   std::string ToolName() const override { return "exec"; }
-  std::variant<Work, json> Accept(const json& arguments, uint64_t /*connection*/) override {
+  std::variant<Work, json> Accept(const json& arguments, const CallContext& context) override {
+    last_context = context;
     auto validated = ValidateExecArguments(arguments, config_);
     if (auto* err = std::get_if<std::string>(&validated)) return ToolError(*err);
     if (full) return ToolError("the server is at capacity");
@@ -45,6 +46,7 @@ class FakeBackend : public ToolBackend {
   }
   Config config_;
   bool full = false;
+  CallContext last_context;
 };
 
 class SessionTest : public ::testing::Test {
@@ -329,6 +331,25 @@ TEST_F(SessionTest, AStatelessCallCancelledGetsNoAnswer) {
   ASSERT_TRUE(session_.WaitIdle(std::chrono::seconds(5)));
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
+}
+
+TEST_F(SessionTest, TheBackendHearsWhereACallCameFrom) {
+  session_.Handle(
+      {{"jsonrpc", "2.0"},
+       {"id", 0},
+       {"method", "initialize"},
+       {"params", {{"protocolVersion", "2025-06-18"}, {"clientInfo", {{"name", "old"}}}}}});
+  Call(1, {{"name", "exec"}, {"arguments", {{"code", "x"}}}});
+  EXPECT_EQ(backend_.last_context.connection, session_.connection());
+  EXPECT_FALSE(backend_.last_context.stateless);
+  EXPECT_EQ(backend_.last_context.client, "old");
+  json request =
+      StatelessRequest(2, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "y"}}}});
+  request["params"]["_meta"][stateless::kMetaClientInfo] = {{"name", "new"}, {"version", "2"}};
+  session_.Handle(request);
+  WaitFor(2);
+  EXPECT_TRUE(backend_.last_context.stateless);
+  EXPECT_EQ(backend_.last_context.client, "new");
 }
 
 TEST_F(SessionTest, AListenIsAcknowledgedFirstAndClosedAtTheEnd) {
