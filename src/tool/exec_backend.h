@@ -25,6 +25,10 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   nlohmann::json ToolDescriptor() const override;
   std::string ToolName() const override { return ExecToolName(); }
   std::string Instructions() const override { return ExecInstructions(config_); }
+  // With a token, what a client caches came with its credential.
+  std::string CacheScope() const override {
+    return config_.auth_token.empty() ? "public" : "private";
+  }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             const CallContext& context) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }

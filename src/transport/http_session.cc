@@ -36,12 +36,12 @@ bool IsProgress(const json& m) {
 
 // ------------------------------------------------------------ HttpSession
 
-HttpSession::HttpSession(ToolBackend& backend, bool legacy)
-    // Protocol 2026-07-28 over HTTP is routed before a session is found
-    // (issue 21, step 5); a session an initialize made speaks 2025 only.
+HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless)
+    // Protocol 2026-07-28 over HTTP is routed before a session is found; a
+    // session an initialize made speaks 2025 only.
     : legacy_(legacy),
       mcp_(
-          backend, [this](const json& m) { Route(m); }, McpSession::Options{false}) {
+          backend, [this](const json& m) { Route(m); }, McpSession::Options{stateless}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
     mcp_.SetRelatedSender(
@@ -171,7 +171,12 @@ bool HttpSession::ToRequestStream(const json& m, const json& request_id) {
     w = it->second;
   }
   std::lock_guard<std::mutex> lock(w->mu);
-  if (!w->stream || w->answered) return false;
+  if (w->answered) return false;
+  if (!w->stream) {
+    if (IsProgress(m)) return true;  // stale by the time the stream opens
+    if (w->early.size() < Waiter::kMaxEarly) w->early.push_back(SseEvent(m));
+    return true;
+  }
   // Progress is never queued behind progress: while a client has not read
   // the last one, a newer one is dropped (the next says more anyway).
   if (IsProgress(m) && !w->stream->Flushed()) return true;

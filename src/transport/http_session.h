@@ -39,7 +39,12 @@ struct Waiter {
   std::mutex mu;
   std::optional<nlohmann::json> answer;  // arrived before a stream was attached
   std::shared_ptr<http::Stream> stream;  // attached once the POST streams
-  bool answered = false;                 // written to the stream
+  // Messages for the request's stream sent before it was attached (a
+  // listen's acknowledgement is sent while the request is handled): written
+  // first when it is. Progress is never kept (stale by then).
+  std::vector<std::string> early;
+  static constexpr size_t kMaxEarly = 16;
+  bool answered = false;  // written to the stream
   std::chrono::steady_clock::time_point give_up;
 
   // With mu held: the answer goes out on the attached stream, which ends.
@@ -52,7 +57,9 @@ struct Waiter {
 class HttpSession {
  public:
   using Clock = std::chrono::steady_clock;
-  HttpSession(ToolBackend& backend, bool legacy);
+  // stateless: the session of one POST of protocol 2026-07-28
+  // (transport/http_stateless.h); else one an initialize opened, of 2025.
+  HttpSession(ToolBackend& backend, bool legacy, bool stateless = false);
 
   bool legacy() const { return legacy_; }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "protocol/stateless.h"
 
 namespace mcpexec {
 
@@ -60,9 +61,15 @@ bool IsSupportedVersion(const std::string& v) {
   return false;
 }
 
-// Headers a browser may send on a cross-origin request to us.
-constexpr const char* kCorsAllowHeaders =
-    "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH";
+// Headers a browser may send on a cross-origin request to us: those of both
+// eras, and the tool's Mcp-Param-* ones.
+std::string CorsAllowHeaders(const std::vector<mcp_headers::ParamHeader>& params) {
+  std::string h =
+      "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH, "
+      "Mcp-Method, Mcp-Name";
+  for (const auto& p : params) h += ", " + p.header;
+  return h;
+}
 constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
 
 }  // namespace
@@ -89,11 +96,19 @@ HttpTransport::HttpTransport(ToolBackend& tools, ServerHealth& health, const Con
       config_(config),
       listen_(http_policy::ParseAddr(config.addr)),
       sessions_(static_cast<size_t>(config.max_sessions), std::move(new_session_id)),
+      param_headers_(mcp_headers::ParamHeaderDecls(tools.ToolDescriptor()["inputSchema"])),
+      cors_allow_headers_(CorsAllowHeaders(param_headers_)),
       server_(*this, LimitsFor(config)) {}
+
+std::vector<std::shared_ptr<HttpSession>> HttpTransport::AllSessions() {
+  auto all = sessions_.All();
+  for (auto& s : stateless_.All()) all.push_back(std::move(s));
+  return all;
+}
 
 int64_t HttpTransport::CallsInFlight() {
   int64_t n = 0;
-  for (const auto& s : sessions_.All()) n += s->mcp().in_flight();
+  for (const auto& s : AllSessions()) n += s->mcp().in_flight();
   return n;
 }
 
@@ -149,7 +164,7 @@ http::Response HttpTransport::Preflight(const http::Request& req) {
   r.headers = {{"Allow", kCorsAllowMethods}};
   if (!req.Header("Origin").empty()) {  // allowed, or Screen refused it
     r.headers.emplace_back("Access-Control-Allow-Methods", kCorsAllowMethods);
-    r.headers.emplace_back("Access-Control-Allow-Headers", kCorsAllowHeaders);
+    r.headers.emplace_back("Access-Control-Allow-Headers", cors_allow_headers_);
     r.headers.emplace_back("Access-Control-Max-Age", "600");
   }
   return r;
@@ -250,6 +265,12 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
   if (auto refusal = CheckPostHeaders(req)) return ex.Reply(std::move(*refusal));
   json msg;
   if (auto refusal = ParsePostMessage(req, &msg)) return ex.Reply(std::move(*refusal));
+  const std::string version_header(mcp_headers::TrimOws(req.Header("MCP-Protocol-Version")));
+  if (stateless::ClassifyMessage(
+          msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr) ==
+      stateless::Era::kStateless) {
+    return StatelessPost(req, msg, ex);
+  }
   const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
   std::shared_ptr<HttpSession> session;
   http::Headers session_header;
@@ -275,6 +296,40 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
     }
   }
   AnswerAsStream(ex, session, waiter, id, std::move(session_header));
+}
+
+// Protocol 2026-07-28: no session id; the request is checked against its
+// headers, then served on a session of its own, answered as JSON when it is
+// done at once, else as an event stream of its own (a listen's stays open).
+void HttpTransport::StatelessPost(const http::Request& req, const json& msg, http::Exchange& ex) {
+  const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
+  if (!is_request) {
+    // The era has no client notification over HTTP that we act on (closing
+    // a call's stream cancels it), and this server sends no requests.
+    http::Response r;
+    r.status = 202;
+    return ex.Reply(std::move(r));
+  }
+  if (auto refusal = CheckStatelessPost(req, msg, param_headers_, tools_.ToolName())) {
+    return ex.Reply(std::move(*refusal));
+  }
+  const bool listen = msg["method"] == "subscriptions/listen";
+  if (listen && !ReserveStream()) {
+    return ex.Reply(JsonRpcHttpError(503, jsonrpc::kInternalError,
+                                     "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+  }
+  auto session = stateless_.Open(tools_, req.client);
+  const json id = msg["id"];
+  auto waiter = session->Expect(id);
+  session->mcp().Handle(msg);
+  {
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    if (waiter->answer && waiter->early.empty() && !listen) {
+      session->Forget(id, waiter);
+      return ex.Reply(JsonAnswer(*waiter->answer));
+    }
+  }
+  AnswerAsStream(ex, session, waiter, id, {}, listen);
 }
 
 std::optional<http::Response> HttpTransport::CheckPostHeaders(const http::Request& req) const {
@@ -348,16 +403,19 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
 // fails) and its run ended.
 void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
                                    const std::shared_ptr<Waiter>& waiter, const json& id,
-                                   http::Headers session_header) {
+                                   http::Headers session_header, bool listen) {
   http::Response head;
   head.content_type = "text/event-stream";
   head.headers = std::move(session_header);
   head.headers.emplace_back("Cache-Control", "no-cache");
+  head.headers.emplace_back("X-Accel-Buffering", "no");  // proxies pass each event at once
   http::StreamOptions options;
-  options.heartbeat_every = std::chrono::seconds(1);
-  options.heartbeat = ": running\n\n";
+  // A listen stays open with nothing to say (no list of this server
+  // changes): a comment every 15 s keeps proxies from timing it out.
+  options.heartbeat_every = std::chrono::seconds(listen ? 15 : 1);
+  options.heartbeat = listen ? ": listening\n\n" : ": running\n\n";
   post_streams_++;
-  options.on_close = [this, session, waiter, id](bool) {
+  options.on_close = [this, session, waiter, id, listen](bool) {
     session->Forget(id, waiter);
     bool answered;
     {
@@ -372,14 +430,19 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
                              {"method", "notifications/cancelled"},
                              {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
     }
+    if (listen) streams_--;
     post_streams_--;
   };
   auto stream = ex.OpenStream(std::move(head), std::move(options));
   std::lock_guard<std::mutex> lock(waiter->mu);
   waiter->stream = stream;
+  for (std::string& event : waiter->early) stream->Write(std::move(event));
+  waiter->early.clear();
   // No call may outlive its longest timeout plus the grace of its teardown:
-  // past that, it is answered with an error instead of waited for.
-  waiter->give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
+  // past that, it is answered with an error instead of waited for. A
+  // listen is answered when the server stops.
+  waiter->give_up = listen ? Clock::time_point::max()
+                           : Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
   if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
 }
 
@@ -487,8 +550,10 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
 }
 
 void HttpTransport::Drain() {
+  // Open listens have nothing more coming: each gets its closing result.
+  for (auto& s : stateless_.All()) s->mcp().EndListens();
   auto running = [&] {
-    for (auto& s : sessions_.All()) {
+    for (auto& s : AllSessions()) {
       if (s->mcp().in_flight() > 0) return true;
     }
     return false;
@@ -496,7 +561,7 @@ void HttpTransport::Drain() {
   // A session with nothing left to say ends its streams; legacy answers
   // travel on them, so not before.
   auto end_quiet_streams = [&] {
-    for (auto& s : sessions_.All()) {
+    for (auto& s : AllSessions()) {
       if (s->mcp().in_flight() == 0 && s->Quiet()) s->EndStreams();
     }
   };
@@ -513,14 +578,14 @@ void HttpTransport::Drain() {
   const auto answered_by = Clock::now() + std::chrono::seconds(10);
   if (running()) {
     log::Warn("grace_over", {{"sessions", sessions_.size()}});
-    for (auto& s : sessions_.All()) s->mcp().CancelAll(CancelReason::kShutdown);
+    for (auto& s : AllSessions()) s->mcp().CancelAll(CancelReason::kShutdown);
     if (!wait(answered_by, [&] { return !running(); })) log::Error("calls_outlived_grace", {});
   }
   // What is still owed has no answer coming (a call its client cancelled,
   // or one that did not end in time): answered with an error, so that no
   // client is left with a stream that just stops.
   int owed = 0;
-  for (auto& s : sessions_.All()) {
+  for (auto& s : AllSessions()) {
     owed += s->AnswerOverdue(Clock::now(), true, "the server is shutting down: the call was ended");
     s->EndStreams();
   }
@@ -552,12 +617,13 @@ int HttpTransport::Run(int signal_fd) {
     pollfd p{signal_fd, POLLIN, 0};
     if (poll(&p, 1, 250) > 0) break;
     auto now = Clock::now();
-    for (auto& s : sessions_.All()) {
+    for (auto& s : AllSessions()) {
       if (int n = s->AnswerOverdue(now, false, "no answer from the run")) {
         log::Error("answer_lost", {{"transport", "http"}, {"calls", n}});
       }
     }
     sessions_.Reap();
+    stateless_.Reap();
     {
       std::lock_guard<std::mutex> lock(refusal_mu_);
       FlushRefusalLog(now);
@@ -584,9 +650,13 @@ int HttpTransport::Run(int signal_fd) {
   while (sessions_.Reap() > 0 && Clock::now() < reaped_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (sessions_.Reap() > 0) {
+  while (stateless_.Reap() > 0 && Clock::now() < reaped_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (sessions_.Reap() > 0 || stateless_.Reap() > 0) {
     log::Warn("calls_outlived_shutdown", {});
     sessions_.Abandon();
+    stateless_.Abandon();
   }
   return 0;
 }

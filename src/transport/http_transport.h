@@ -20,6 +20,8 @@
 #include "transport/http_policy.h"
 #include "transport/http_server.h"
 #include "transport/http_session.h"
+#include "transport/http_stateless.h"
+#include "transport/mcp_headers.h"
 
 namespace mcpexec {
 
@@ -52,6 +54,7 @@ class HttpTransport final : public http::Handler {
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
   http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, http::Exchange& ex);
+  void StatelessPost(const http::Request& req, const nlohmann::json& msg, http::Exchange& ex);
   std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
   std::optional<http::Response> ParsePostMessage(const http::Request& req,
                                                  nlohmann::json* msg) const;
@@ -60,7 +63,10 @@ class HttpTransport final : public http::Handler {
                                                http::Headers* session_header);
   void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
                       const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
-                      http::Headers session_header);
+                      http::Headers session_header, bool listen = false);
+  // Every MCP session with calls that may run: the 2025 ones and those of
+  // the stateless POSTs still going.
+  std::vector<std::shared_ptr<HttpSession>> AllSessions();
   void StreamableGet(const http::Request& req, http::Exchange& ex);
   void StreamableDelete(const http::Request& req, http::Exchange& ex);
   void LegacyGet(const http::Request& req, http::Exchange& ex);
@@ -75,6 +81,10 @@ class HttpTransport final : public http::Handler {
   const Config& config_;
   const http_policy::Listen listen_;
   SessionTable sessions_;
+  StatelessCalls stateless_;
+  // The tool's input properties clients mirror in Mcp-Param-* headers.
+  const std::vector<mcp_headers::ParamHeader> param_headers_;
+  const std::string cors_allow_headers_;
   std::atomic<int64_t> streams_{0};       // open GET and legacy streams
   std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
   std::atomic<bool> stopping_{false};     // no new work; streams end
