@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -203,6 +204,19 @@ const std::vector<Option>& Options() {
        "half the memory the process may use / MCP_EXEC_MEMORY_LIMIT_MB, 2 to 64", "sessions",
        "live Python sessions (the exec tool's `session`) at once; past it a new one is refused",
        IntField(&Config::max_py_sessions, 1, 10000)},
+      {"MCP_EXEC_HANDLE_PREFIX", "--handle-prefix", "(empty)", "",
+       "written before a dot at the head of every session handle (1-24 of A-Z a-z 0-9 -): "
+       "what an ingress routes a session's calls to this server by",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v.empty() || v.size() > 24) return "must be 1 to 24 characters";
+         for (char ch : v) {
+           if (!isalnum(static_cast<unsigned char>(ch)) && ch != '-') {
+             return "may hold only A-Z a-z 0-9 and -";
+           }
+         }
+         c.handle_prefix = v;
+         return "";
+       }},
       {"MCP_EXEC_PY_SESSION_IDLE_S", "--py-session-idle-s", Default(&Config::py_session_idle_s),
        "s", "a Python session unused this long is ended",
        IntField(&Config::py_session_idle_s, 1, int64_t{86400} * 7)},

@@ -55,6 +55,9 @@ struct Config {
   // between calls. 0 max_py_sessions: derived from the machine's memory.
   int64_t max_py_sessions = 0;
   int64_t py_session_idle_s = 600;
+  // Written before a dot at the head of every session handle this server
+  // mints, so that an ingress can route a handle's calls to its pod.
+  std::string handle_prefix;
   int64_t py_session_max_s = 14400;  // lifetime, and the interpreter's CPU budget
   int64_t py_session_interrupt_ms = 2000;
   // Performance: modules the zygote imports and warms besides the promised

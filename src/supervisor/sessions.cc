@@ -16,6 +16,9 @@ struct SessionPool::Entry {
   std::deque<uint64_t> line;  // tickets, in arrival order; the front runs
   bool running = false;
   bool close_after = false;  // the connection ended while a cell ran
+  bool handle = false;       // key.second is a handle the pool minted
+  bool gone = false;         // a handle's session that ended: refused from now on
+  uint64_t owner = 0;        // the connection that made it (for the fair share)
   Clock::time_point born{}, last_used{};
   std::condition_variable cv;
 };
@@ -37,7 +40,7 @@ class SessionPool::Ticket {
 };
 
 SessionPool::SessionPool(const Config& config, Executor& executor, Metrics* metrics)
-    : config_(config), executor_(executor), metrics_(metrics) {
+    : config_(config), executor_(executor), metrics_(metrics), handles_(config.handle_prefix) {
   sweeper_ = std::thread([this] { SweeperLoop(); });
 }
 
@@ -48,32 +51,75 @@ int64_t SessionPool::live() const {
   return static_cast<int64_t>(entries_.size());
 }
 
-std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
-                                                          const std::string& name,
-                                                          std::string* error) {
+const std::string& SessionPool::NameOf(const Ticket& t) { return t.entry_->key.second; }
+
+SessionPool::Reservation SessionPool::Reserve(const Ask& ask) {
+  Reservation r;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
-    *error = "the server is shutting down";
-    return nullptr;
+    r.error = "the server is shutting down";
+    return r;
   }
-  Key key{connection, name};
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions &&
-        !MakeRoomLocked(connection)) {
-      *error = "session \"" + name + "\" cannot start: this server already holds " +
-               std::to_string(entries_.size()) + " live Python sessions, its limit " +
-               "(MCP_EXEC_MAX_PY_SESSIONS=" + std::to_string(config_.max_py_sessions) +
-               "). Reuse a session you have, call with reset, or run without `session`.";
-      return nullptr;
+  const std::string start_new =
+      "Start a new session with session: \"new\" and pass back the handle its result gives "
+      "(in session).";
+  std::shared_ptr<Entry> e;
+  if (ask.session == kNew) {
+    r.name = handles_.Mint();
+    e = AddLocked({0, r.name}, ask.connection, true);
+  } else if (HandleBook::LooksLikeHandle(ask.session)) {
+    r.name = ask.session;
+    auto it = entries_.find({0, ask.session});
+    if (it == entries_.end() || it->second->gone) {
+      std::optional<std::string> why = handles_.WhyGone(ask.session);
+      r.error = "session \"" + ask.session + "\" " +
+                (why ? "has ended (" + *why + "): its state is gone. "
+                     : std::string("is not a live session of this server: it was never made "
+                                   "here, or it ended long ago. ")) +
+                start_new;
+      return r;
     }
-    auto e = std::make_shared<Entry>();
-    e->key = key;
-    it = entries_.emplace(key, std::move(e)).first;
+    e = it->second;
+  } else if (ask.stateless) {
+    r.name = ask.session;
+    r.error = "session \"" + ask.session +
+              "\" is not a session handle: with protocol 2026-07-28 sessions are not named by "
+              "the caller. " +
+              start_new;
+    return r;
+  } else {
+    r.name = ask.session;
+    auto it = entries_.find({ask.connection, ask.session});
+    e = it != entries_.end() ? it->second
+                             : AddLocked({ask.connection, ask.session}, ask.connection, false);
+  }
+  if (!e) {
+    r.full = true;
+    r.error =
+        (ask.session == kNew ? std::string("a new session") : "session \"" + ask.session + "\"") +
+        " cannot start: this server already holds " + std::to_string(entries_.size()) +
+        " live Python sessions, its limit (MCP_EXEC_MAX_PY_SESSIONS=" +
+        std::to_string(config_.max_py_sessions) +
+        "). Reuse a session you have, call with reset, or run without `session`.";
+    return r;
   }
   uint64_t id = next_ticket_++;
-  it->second->line.push_back(id);
-  return std::make_shared<Ticket>(*this, it->second, id);
+  e->line.push_back(id);
+  r.ticket = std::make_shared<Ticket>(*this, e, id);
+  return r;
+}
+
+std::shared_ptr<SessionPool::Entry> SessionPool::AddLocked(const Key& key, uint64_t owner,
+                                                           bool handle) {
+  if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions && !MakeRoomLocked(owner)) {
+    return nullptr;
+  }
+  auto e = std::make_shared<Entry>();
+  e->key = key;
+  e->owner = owner;
+  e->handle = handle;
+  entries_.emplace(key, e);
+  return e;
 }
 
 // A connection that holds fewer sessions than another may take the least
@@ -81,14 +127,14 @@ std::shared_ptr<SessionPool::Ticket> SessionPool::Reserve(uint64_t connection,
 // cannot keep every other out of the pool for as long as its sessions live.
 bool SessionPool::MakeRoomLocked(uint64_t connection) {
   std::map<uint64_t, size_t> held{{connection, 0}};
-  for (const auto& [key, e] : entries_) ++held[key.first];
+  for (const auto& [key, e] : entries_) ++held[e->owner];
   // No share of its own: a connection never evicts its own sessions.
   const std::optional<uint64_t> from =
       WhoGivesWay(held, connection, std::numeric_limits<size_t>::max(), true);
   if (!from) return false;
   std::shared_ptr<Entry> victim;
   for (const auto& [key, e] : entries_) {
-    if (key.first != *from || e->running || !e->line.empty()) continue;
+    if (e->owner != *from || e->running || !e->line.empty()) continue;
     if (!victim || e->last_used < victim->last_used) victim = e;
   }
   if (!victim) return false;
@@ -114,15 +160,41 @@ void SessionPool::ForgetIfDoneLocked(const std::shared_ptr<Entry>& e) {
   if (it != entries_.end() && it->second == e) entries_.erase(it);
 }
 
-void SessionPool::EndInterpreterLocked(Entry& e, const char* reason) {
+void SessionPool::EndInterpreterLocked(Entry& e, const char* reason, const std::string& why) {
   if (!e.run.started()) return;
   auto age = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - e.born).count();
-  log::Info(
-      "py_session_end",
-      {{"connection", e.key.first}, {"cells", e.run.cells}, {"age_s", age}, {"reason", reason}});
+  // Never the handle: it is a bearer capability.
+  log::Info("py_session_end", {{"connection", e.owner},
+                               {"handle", e.handle},
+                               {"cells", e.run.cells},
+                               {"age_s", age},
+                               {"reason", reason}});
   if (metrics_) metrics_->RecordPySessionEnd(reason);
   executor_.EndSession(e.run);
   e.run = SessionRun{};
+  if (e.handle && std::string(reason) != "reset") {
+    e.gone = true;
+    handles_.Ended(e.key.second, why.empty() ? WhyEnded(reason) : why);
+  }
+}
+
+std::string SessionPool::WhyEnded(const char* reason) const {
+  const std::string r = reason;
+  if (r == "idle") {
+    return "no call for " + std::to_string(config_.py_session_idle_s) +
+           " s (MCP_EXEC_PY_SESSION_IDLE_S)";
+  }
+  if (r == "lifetime") {
+    return "it reached its longest life, " + std::to_string(config_.py_session_max_s) +
+           " s (MCP_EXEC_PY_SESSION_MAX_S)";
+  }
+  if (r == "evicted") {
+    return "the server needed its room for another client's session "
+           "(MCP_EXEC_MAX_PY_SESSIONS)";
+  }
+  if (r == "shutdown") return "the server shut down";
+  if (r == "interpreter_ended") return "its interpreter ended";
+  return r;
 }
 
 namespace {
@@ -165,6 +237,18 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
                                          "behind another call of its session and did not run");
     return out;
   }
+  // A handle's session that ended (between calls, or while this call
+  // waited its turn) never comes back under the same handle.
+  if (e.handle && !e.gone && !reset && Gone(e.run)) {
+    EndInterpreterLocked(e, "interpreter_ended", "its interpreter ended between calls");
+  }
+  if (e.handle && e.gone) {
+    executor_.Withdraw();
+    std::optional<std::string> why = handles_.WhyGone(e.key.second);
+    out.result = "the session has ended (" + why.value_or("ended") +
+                 "): its state is gone. Start a new session with session: \"new\".";
+    return out;
+  }
   e.running = true;
   if (reset) EndInterpreterLocked(e, "reset");
   if (Gone(e.run)) EndInterpreterLocked(e, "interpreter_ended");
@@ -173,7 +257,8 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
     e.run.cpu_budget_s = config_.py_session_max_s;
     e.born = Clock::now();
     if (metrics_) metrics_->RecordPySessionStart();
-    log::Info("py_session_start", {{"connection", e.key.first},
+    log::Info("py_session_start", {{"connection", e.owner},
+                                   {"handle", e.handle},
                                    {"max_s", config_.py_session_max_s},
                                    {"idle_s", config_.py_session_idle_s},
                                    {"memory_limit_mb", config_.memory_limit_mb},
@@ -194,7 +279,7 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
     EndInterpreterLocked(e, "shutdown");
   } else if (!e.run.ended.empty()) {
     out.ended = e.run.ended;
-    EndInterpreterLocked(e, "interpreter_ended");
+    EndInterpreterLocked(e, "interpreter_ended", "its interpreter ended: " + e.run.ended);
   } else if (e.close_after) {
     out.ended = "its connection ended";
     EndInterpreterLocked(e, "connection_closed");
@@ -202,6 +287,9 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
     out.ended = "it reached its longest life, " + std::to_string(config_.py_session_max_s) +
                 " s (MCP_EXEC_PY_SESSION_MAX_S)";
     EndInterpreterLocked(e, "lifetime");
+  }
+  if (e.handle && !out.ended.empty()) {
+    out.ended += "; its handle is no longer valid: start a new session with session: \"new\"";
   }
   e.running = false;
   t.left_ = true;

@@ -1,5 +1,7 @@
-// Live Python sessions: a name on one connection stands for one interpreter
-// that keeps its state between calls (a SessionRun of the executor). Calls
+// Live Python sessions: one interpreter that keeps its state between calls
+// (a SessionRun of the executor), named by a handle the server minted
+// (session "new"; usable from any connection and either protocol era) or,
+// in the 2025 era, by a name a connection chose (that connection's only). Calls
 // to one session run one at a time, in the order they were accepted; an
 // idle session holds no run slot. A session ends on reset, when its
 // connection ends, after its idle time, past its longest life, when its
@@ -22,6 +24,7 @@
 #include "base/config.h"
 #include "base/metrics.h"
 #include "supervisor/executor.h"
+#include "supervisor/session_handles.h"
 
 namespace mcpexec {
 
@@ -35,9 +38,24 @@ class SessionPool {
   // A call's place in its session's line, taken when the call is accepted
   // (so calls run in arrival order). Giving it up unused leaves the line.
   class Ticket;
-  // Null, with *error naming the limit, when the name would start a session
-  // past MCP_EXEC_MAX_PY_SESSIONS.
-  std::shared_ptr<Ticket> Reserve(uint64_t connection, const std::string& name, std::string* error);
+  struct Ask {
+    uint64_t connection = 0;
+    bool stateless = false;  // protocol 2026-07-28: "new" and handles only
+    std::string session;     // "new", a handle, or a name
+  };
+  struct Reservation {
+    std::shared_ptr<Ticket> ticket;  // null: refused, for `error`
+    std::string name;                // the session's handle (minted for "new") or name
+    bool full = false;               // refused for MCP_EXEC_MAX_PY_SESSIONS
+    std::string error;
+  };
+  // "new" mints a handle and starts a session under it; a handle finds its
+  // live session (an unknown or ended one is refused, saying which); a name
+  // is the connection's own session, started on first use (2025 era only).
+  Reservation Reserve(const Ask& ask);
+  // The session's name in messages and results (its handle, or its name).
+  static const std::string& NameOf(const Ticket& t);
+  static constexpr const char* kNew = "new";
 
   struct CellOutcome {
     std::variant<RunOutcome, std::string> result;  // a tool error as text
@@ -60,14 +78,19 @@ class SessionPool {
   using Clock = std::chrono::steady_clock;
   struct Entry;
   using Key = std::pair<uint64_t, std::string>;
-  // With mu_ held: ends the interpreter of e (if any), records why.
-  void EndInterpreterLocked(Entry& e, const char* reason);
+  // With mu_ held: ends the interpreter of e (if any), records why. A
+  // handle's session ends for good (but on reset): the handle is refused
+  // from then on, with `why` (plain words; derived from reason if empty).
+  void EndInterpreterLocked(Entry& e, const char* reason, const std::string& why = "");
+  std::string WhyEnded(const char* reason) const;
   // With mu_ held: drops the entry when nothing is left of it.
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);
   // With mu_ held, the pool full: ends another connection's idle session
   // if that one holds more than its share. False: no room.
   bool MakeRoomLocked(uint64_t connection);
+  // With mu_ held: a new entry for key, owned by `owner`, or null (full).
+  std::shared_ptr<Entry> AddLocked(const Key& key, uint64_t owner, bool handle);
   void SweeperLoop();
   void SweepLocked(Clock::time_point now);
 
@@ -76,7 +99,8 @@ class SessionPool {
   Metrics* metrics_;
   mutable std::mutex mu_;
   std::condition_variable sweeper_cv_;
-  std::map<Key, std::shared_ptr<Entry>> entries_;
+  std::map<Key, std::shared_ptr<Entry>> entries_;  // a handle's key: {0, handle}
+  HandleBook handles_;
   uint64_t next_ticket_ = 1;
   bool stopping_ = false;
   std::thread sweeper_;

@@ -62,13 +62,20 @@ json ExecInputSchema() {
         {"session",
          {{"type", "string"},
           {"pattern", "^[A-Za-z0-9._-]{1,64}$"},
+          // Clients of protocol 2026-07-28 mirror it in Mcp-Param-Session
+          // (what an ingress can route a session's calls on).
+          {"x-mcp-header", "Session"},
           {"description",
-           "run in the live Python session of this name (created on first use): globals, "
-           "imports and files in the working directory persist between calls with the same "
-           "name on this connection; omit for a fresh process"}}},
+           "\"new\" starts a live Python session, and the result's session is its handle: "
+           "pass the handle back to run in the same interpreter (globals, imports and files "
+           "in the working directory persist), from any connection. Clients of protocol 2025 "
+           "may instead name a session (created on first use, kept for that connection only). "
+           "Omit for a fresh process"}}},
         {"reset",
          {{"type", "boolean"},
-          {"description", "with session: end that session and start it afresh before running"}}}}},
+          {"description",
+           "with session: end that session's interpreter and start it afresh (the same "
+           "handle) before running"}}}}},
       {"required", {"code"}},
       {"additionalProperties", false},
   };
@@ -120,7 +127,11 @@ json ExecOutputSchema() {
         {"queue_ms",
          {{"type", "integer"},
           {"description", "time spent waiting for a slot (and for the session's earlier calls)"}}},
-        {"session", {{"type", "string"}, {"description", "the session this call ran in"}}},
+        {"session",
+         {{"type", "string"},
+          {"description",
+           "the session this call ran in: its handle (pass it back as session to keep using "
+           "it), or the name a 2025 client gave"}}},
         {"session_new",
          {{"type", "boolean"},
           {"description",
@@ -176,9 +187,16 @@ constexpr const char* kFreshCall =
     "Without session, each call is a fresh process started from a pre-warmed interpreter; "
     "nothing persists between calls.";
 constexpr const char* kSessionCall =
-    "Pass session (a name) to keep a live interpreter across calls: variables, imports and "
-    "files persist, so load data once and explore it over several calls, and a call into a "
-    "session skips the process start.";
+    "Pass session: \"new\" to start a live interpreter, then its handle (the result's "
+    "session) to keep using it: variables, imports and files persist, so load data once and "
+    "explore it over several calls, and a call into a session skips the process start.";
+
+// 600 -> "10 min", 14400 -> "4 h", 90 -> "90 s".
+std::string HumanDuration(int64_t s) {
+  if (s >= 3600 && s % 3600 == 0) return std::to_string(s / 3600) + " h";
+  if (s >= 60 && s % 60 == 0) return std::to_string(s / 60) + " min";
+  return std::to_string(s) + " s";
+}
 
 }  // namespace
 
@@ -237,12 +255,14 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
        "last "
     << c.tail_bytes << " bytes.";
-  o << " " << kSessionCall << " State can be lost (idle for "
-    << (c.py_session_idle_s % 60 == 0 ? std::to_string(c.py_session_idle_s / 60) + " min"
-                                      : std::to_string(c.py_session_idle_s) + " s")
-    << ", a crash, a timeout the code ignores, a restart): the result "
-       "then says session_new true, so rebuild it; a timeout or cancel in a session raises "
-       "KeyboardInterrupt and keeps the state. A session is one principal's state: code run in "
+  o << " " << kSessionCall << " A session ends after " << HumanDuration(c.py_session_idle_s)
+    << " without a call, " << HumanDuration(c.py_session_max_s)
+    << " after it started, when its interpreter dies (a crash, a timeout the code ignores) or "
+       "when the server restarts; a call with its handle is then a tool error saying so: start "
+       "a new one with \"new\" and rebuild its state (a session a 2025 client named starts "
+       "afresh instead, and the result says session_new true). A timeout or cancel in a session "
+       "raises KeyboardInterrupt and keeps the state. A session is one principal's state: code run "
+       "in "
        "it can change what its later calls do and return, so call with reset after running "
        "code or data you do not trust.";
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "supervisor/doctor.h"
+#include "supervisor/session_handles.h"
 
 namespace mcpexec {
 
@@ -68,14 +69,17 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
   // one session run in the order they arrived.
   std::shared_ptr<SessionPool::Ticket> ticket;
   if (!req.session.empty()) {
-    std::string error;
-    ticket = sessions_.Reserve(context.connection, req.session, &error);
-    if (!ticket) {
+    SessionPool::Reservation r =
+        sessions_.Reserve({context.connection, context.stateless, req.session});
+    if (!r.ticket) {
       executor_.Withdraw();
-      metrics_.RecordFailure(RunFailureName(RunFailure::kPySessionsFull));
-      log::Warn("py_sessions_full", {{"max_py_sessions", config_.max_py_sessions}});
-      return ToolError(error);
+      if (r.full) {
+        metrics_.RecordFailure(RunFailureName(RunFailure::kPySessionsFull));
+        log::Warn("py_sessions_full", {{"max_py_sessions", config_.max_py_sessions}});
+      }
+      return ToolError(r.error);
     }
+    ticket = std::move(r.ticket);
   }
   return Work([this, req = std::move(req), ticket = std::move(ticket)](CancelToken& cancel,
                                                                        const Progress& progress) {
@@ -101,15 +105,17 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   }
   SessionPool::CellOutcome cell =
       sessions_.Run(*ticket, req.reset, ToRunRequest(req), cancel, progress);
+  const std::string& name = SessionPool::NameOf(*ticket);  // the handle "new" minted
   if (auto* err = std::get_if<std::string>(&cell.result)) {
-    std::string message = "session \"" + req.session + "\": " + *err;
+    std::string message = "session \"" + name + "\": " + *err;
     if (!cell.ended.empty()) {
-      message += " (the session ended: " + cell.ended + "; the next call starts a new one)";
+      message += " (the session ended: " + cell.ended +
+                 (HandleBook::LooksLikeHandle(name) ? ")" : "; the next call starts a new one)");
     }
     return ToolError(message);
   }
   ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(cell.result)));
-  r.session = req.session;
+  r.session = name;
   r.session_new = cell.is_new;
   r.session_ended = cell.ended;
   return ToolResult(r);

@@ -95,8 +95,8 @@ TEST(StdioProtocolTest, InstructionsSayWhatACallKeepsAsTheDescriptionDoes) {
   for (const char* sentence :
        {"Without session, each call is a fresh process started from a pre-warmed interpreter; "
         "nothing persists between calls.",
-        "Pass session (a name) to keep a live interpreter across calls: variables, imports and "
-        "files persist"}) {
+        "Pass session: \"new\" to start a live interpreter, then its handle (the result's "
+        "session) to keep using it: variables, imports and files persist"}) {
     EXPECT_NE(text.find(sentence), std::string::npos) << text;
     EXPECT_NE(d.find(sentence), std::string::npos) << d;
   }

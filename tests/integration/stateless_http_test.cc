@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "base/base64.h"
 #include "http_harness.h"
 
 namespace mcpexec::testing {
@@ -310,5 +311,53 @@ TEST_F(StatelessHttpTest, BothErasServeTheSameProcessAndTheTokenHoldsInBoth) {
       << p->get_header_value("Access-Control-Allow-Headers");
 }
 
+// Issue 21, point 6, over HTTP: a handle minted on one connection works
+// from another client and from a 2025 session of the same server; its
+// Mcp-Param-Session header is required and checked like the standard ones.
+TEST_F(StatelessHttpTest, AHandleMintedOnOneConnectionWorksFromAnother) {
+  Start();
+  json first = CallExec(1, "z = 7\nprint('made')");
+  first["params"]["arguments"]["session"] = "new";
+  httplib::Headers h = HeadersFor(first);
+  h.emplace("Mcp-Param-Session", "new");
+  auto r = Post(first, h);
+  ASSERT_TRUE(r);
+  json made = Message(r->body)["result"]["structuredContent"];
+  const std::string handle = made.value("session", "");
+  ASSERT_FALSE(handle.empty()) << r->body;
+  // The header missing, or another value: -32020.
+  json again = CallExec(2, "print(z)");
+  again["params"]["arguments"]["session"] = handle;
+  ExpectRefused(Post(again), 400, -32020, 2);
+  httplib::Headers wrong = HeadersFor(again);
+  wrong.emplace("Mcp-Param-Session", "new");
+  ExpectRefused(Post(again, wrong), 400, -32020, 2);
+  // Another client (127.0.0.2), the header in its base64 form.
+  httplib::Headers other = HeadersFor(again);
+  other.emplace("Mcp-Param-Session", "=?base64?" + Base64Encode(handle) + "?=");
+  int fd = ConnectRaw("127.0.0.2");
+  ASSERT_GE(fd, 0);
+  std::string body = again.dump();
+  std::string http =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\n";
+  for (const auto& [k, v] : other) http += k + ": " + v + "\r\n";
+  http += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_TRUE(SendAll(fd, http));
+  std::string got = ReadUntil(fd, "\"resultType\"", 20000);
+  close(fd);
+  EXPECT_NE(got.find("\"stdout\":\"7\\n\""), std::string::npos) << got;
+  // A 2025 session of the same server.
+  std::string sid = Initialize();
+  json legacy = {
+      {"jsonrpc", "2.0"},
+      {"id", 3},
+      {"method", "tools/call"},
+      {"params",
+       {{"name", "exec"}, {"arguments", {{"code", "print(z * 6)"}, {"session", handle}}}}}};
+  auto l = Client().Post("/mcp", Session(sid), legacy.dump(), "application/json");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(Message(l->body)["result"]["structuredContent"]["stdout"], "42\n") << l->body;
+}
 }  // namespace
 }  // namespace mcpexec::testing

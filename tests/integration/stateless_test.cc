@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -74,6 +75,75 @@ TEST(StatelessStdioTest, BadEnvelopeAndVersionGetTheirCodes) {
   EXPECT_EQ(e["data"]["requested"], "2025-06-18");
   s.SendRaw(Request("c", "ping").dump());
   EXPECT_EQ(s.WaitForId("c", 10000)["error"]["code"], -32601);
+}
+
+// A stateless exec call's structuredContent, or its tool error's text.
+json CallIn(ServerProcess& s, const json& id, const json& arguments) {
+  s.SendRaw(Request(id, "tools/call", {{"name", "exec"}, {"arguments", arguments}}).dump());
+  json r = s.WaitForId(id, 60000);
+  if (!r.contains("result")) return r;
+  if (r["result"].value("isError", false))
+    return {{"error_text", r["result"]["content"][0]["text"]}};
+  return r["result"]["structuredContent"];
+}
+
+// Sessions by handle (issue 21, point 6): "new" mints one, later calls pass
+// it back (from either era on the process), reset restarts it in place, a
+// guessed or a caller-chosen name is refused in this era, saying how to
+// start one.
+TEST(StatelessStdioTest, ASessionIsAHandleTheServerMints) {
+  ServerProcess s;
+  json first = CallIn(s, 1, {{"code", "x = 41\nprint('set')"}, {"session", "new"}});
+  ASSERT_TRUE(first.contains("session")) << first.dump();
+  const std::string handle = first["session"];
+  EXPECT_TRUE(std::regex_match(handle, std::regex("^py-[A-Za-z0-9_-]{24}$"))) << handle;
+  EXPECT_EQ(first["session_new"], true);
+  json second = CallIn(s, 2, {{"code", "print(x + 1)"}, {"session", handle}});
+  EXPECT_EQ(second["stdout"], "42\n") << second.dump();
+  EXPECT_EQ(second["session"], handle);
+  EXPECT_EQ(second["session_new"], false);
+  // Another "new" is another interpreter.
+  json other = CallIn(s, 3, {{"code", "print('x' in globals())"}, {"session", "new"}});
+  EXPECT_EQ(other["stdout"], "False\n") << other.dump();
+  EXPECT_NE(other["session"], handle);
+  // The 2025 era on the same process reaches it by its handle.
+  s.Initialize();
+  json legacy = s.Exec("print(x)", {{"session", handle}});
+  EXPECT_EQ(legacy["stdout"], "41\n") << legacy.dump();
+  // reset: the same handle, a fresh interpreter.
+  json reset =
+      CallIn(s, 4, {{"code", "print('x' in globals())"}, {"session", handle}, {"reset", true}});
+  EXPECT_EQ(reset["stdout"], "False\n") << reset.dump();
+  EXPECT_EQ(reset["session"], handle);
+  EXPECT_EQ(reset["session_new"], true);
+  // A guessed handle, and a name in this era: tool errors saying what to do.
+  std::string guess = handle;
+  guess[5] = guess[5] == 'A' ? 'B' : 'A';
+  json guessed = CallIn(s, 5, {{"code", "print(x)"}, {"session", guess}});
+  EXPECT_NE(guessed.value("error_text", "").find("is not a live session of this server"),
+            std::string::npos)
+      << guessed.dump();
+  EXPECT_NE(guessed.value("error_text", "").find("session: \"new\""), std::string::npos);
+  json named = CallIn(s, 6, {{"code", "print(1)"}, {"session", "nb"}});
+  EXPECT_NE(named.value("error_text", "").find("\"nb\" is not a session handle"), std::string::npos)
+      << named.dump();
+  // The handle is a bearer capability: never in the log.
+  EXPECT_EQ(s.Stderr().find(handle), std::string::npos);
+}
+
+// A handle ends with its session's idle limit, and then says why.
+TEST(StatelessStdioTest, AHandleEndsWithItsSessionsIdleLimit) {
+  ServerProcess s(Env{{"MCP_EXEC_PY_SESSION_IDLE_S", "2"}});
+  json first = CallIn(s, 1, {{"code", "y = 1"}, {"session", "new"}});
+  const std::string handle = first.value("session", "");
+  ASSERT_FALSE(handle.empty()) << first.dump();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  json late = CallIn(s, 2, {{"code", "print(y)"}, {"session", handle}});
+  EXPECT_NE(late.value("error_text", "")
+                .find("has ended (no call for 2 s "
+                      "(MCP_EXEC_PY_SESSION_IDLE_S))"),
+            std::string::npos)
+      << late.dump();
 }
 
 }  // namespace

@@ -242,6 +242,30 @@ TEST(ExecDescriptionTest, SaysTheProcessBoundAndTheShareOfARun) {
       << d;
 }
 
+// Issue 21, point 6: clients of 2026-07-28 mirror session in a header, and
+// the description states how long a handle lives, with the live numbers.
+TEST(ExecSchemaTest, SessionIsMirroredInMcpParamSession) {
+  json session = ExecInputSchema()["properties"]["session"];
+  EXPECT_EQ(session["x-mcp-header"], "Session");
+  EXPECT_EQ(session["type"], "string");
+  EXPECT_NE(session["description"].get<std::string>().find("\"new\""), std::string::npos);
+}
+
+TEST(ExecDescriptionTest, StatesTheRetentionOfASessionWithTheLiveNumbers) {
+  Config c;
+  c.py_session_idle_s = 600;
+  c.py_session_max_s = 14400;
+  std::string d = ExecDescription(c, RuntimeReport{}, "");
+  EXPECT_NE(d.find("A session ends after 10 min without a call, 4 h after it started"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("a call with its handle is then a tool error"), std::string::npos) << d;
+  c.py_session_idle_s = 90;
+  c.py_session_max_s = 3000;
+  d = ExecDescription(c, RuntimeReport{}, "");
+  EXPECT_NE(d.find("after 90 s without a call, 50 min after it started"), std::string::npos) << d;
+}
+
 TEST(ExecSchemaTest, OutputSchemaListsEveryReason) {
   json reason = ExecOutputSchema()["properties"]["reason"];
   std::vector<std::string> all = {"timeout", "memory",    "cpu",      "file_size", "seccomp",
