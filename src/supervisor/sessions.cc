@@ -272,31 +272,39 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
     o->queue_ms += std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
   }
   lock.lock();
-  const auto now = Clock::now();
-  e.last_used = now;
-  if (stopping_ || (cancel.cancelled() && cancel.reason() == CancelReason::kShutdown)) {
-    out.ended = "the server is shutting down";
-    EndInterpreterLocked(e, "shutdown");
-  } else if (!e.run.ended.empty()) {
-    out.ended = e.run.ended;
-    EndInterpreterLocked(e, "interpreter_ended", "its interpreter ended: " + e.run.ended);
-  } else if (e.close_after) {
-    out.ended = "its connection ended";
-    EndInterpreterLocked(e, "connection_closed");
-  } else if (now - e.born >= std::chrono::seconds(config_.py_session_max_s)) {
-    out.ended = "it reached its longest life, " + std::to_string(config_.py_session_max_s) +
-                " s (MCP_EXEC_PY_SESSION_MAX_S)";
-    EndInterpreterLocked(e, "lifetime");
-  }
-  if (e.handle && !out.ended.empty()) {
-    out.ended += "; its handle is no longer valid: start a new session with session: \"new\"";
-  }
+  out.ended = EndAfterCellLocked(e, cancel);
   e.running = false;
   t.left_ = true;
   if (!e.line.empty() && e.line.front() == t.id_) e.line.pop_front();
   e.cv.notify_all();
   ForgetIfDoneLocked(t.entry_);
   return out;
+}
+
+// With mu_ held, after a cell: why its session ends now (it is ended), or
+// "" when it lives on.
+std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel) {
+  const auto now = Clock::now();
+  e.last_used = now;
+  std::string ended;
+  if (stopping_ || (cancel.cancelled() && cancel.reason() == CancelReason::kShutdown)) {
+    ended = "the server is shutting down";
+    EndInterpreterLocked(e, "shutdown");
+  } else if (!e.run.ended.empty()) {
+    ended = e.run.ended;
+    EndInterpreterLocked(e, "interpreter_ended", "its interpreter ended: " + e.run.ended);
+  } else if (e.close_after) {
+    ended = "its connection ended";
+    EndInterpreterLocked(e, "connection_closed");
+  } else if (now - e.born >= std::chrono::seconds(config_.py_session_max_s)) {
+    ended = "it reached its longest life, " + std::to_string(config_.py_session_max_s) +
+            " s (MCP_EXEC_PY_SESSION_MAX_S)";
+    EndInterpreterLocked(e, "lifetime");
+  }
+  if (e.handle && !ended.empty()) {
+    ended += "; its handle is no longer valid: start a new session with session: \"new\"";
+  }
+  return ended;
 }
 
 void SessionPool::EndConnection(uint64_t connection) {

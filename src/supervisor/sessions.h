@@ -83,6 +83,7 @@ class SessionPool {
   // from then on, with `why` (plain words; derived from reason if empty).
   void EndInterpreterLocked(Entry& e, const char* reason, const std::string& why = "");
   std::string WhyEnded(const char* reason) const;
+  std::string EndAfterCellLocked(Entry& e, const CancelToken& cancel);
   // With mu_ held: drops the entry when nothing is left of it.
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);
