@@ -344,17 +344,30 @@ int SessionTable::ExpireIdle(std::chrono::seconds idle) {
   return static_cast<int>(expired.size());
 }
 
-size_t SessionTable::Reap() {
+std::vector<std::shared_ptr<HttpSession>> TakeFinished(
+    std::vector<std::shared_ptr<HttpSession>>& list) {
   std::vector<std::shared_ptr<HttpSession>> done;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = closing_.begin(); it != closing_.end();) {
+  for (auto it = list.begin(); it != list.end();) {
     if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
       done.push_back(std::move(*it));
-      it = closing_.erase(it);
+      it = list.erase(it);
     } else {
       ++it;
     }
   }
+  return done;
+}
+
+void Leak(std::vector<std::shared_ptr<HttpSession>>& list) {
+  auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(list));
+  (void)leaked;
+  list.clear();
+}
+
+size_t SessionTable::Reap() {
+  std::vector<std::shared_ptr<HttpSession>> done;  // destroyed after the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  done = TakeFinished(closing_);
   return closing_.size();
 }
 
@@ -382,9 +395,7 @@ void SessionTable::CloseAll() {
 
 void SessionTable::Abandon() {
   std::lock_guard<std::mutex> lock(mu_);
-  auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(closing_));
-  (void)leaked;
-  closing_.clear();
+  Leak(closing_);
 }
 
 }  // namespace mcpexec

@@ -118,6 +118,14 @@ class HttpSession {
   McpSession mcp_;
 };
 
+// Moves out of `list` the sessions that nothing else holds and whose calls
+// are over, for the caller to destroy once its lock is released.
+std::vector<std::shared_ptr<HttpSession>> TakeFinished(
+    std::vector<std::shared_ptr<HttpSession>>& list);
+// Process exit with calls that never ended: the sessions in `list` are kept
+// (never destroyed), so that a late call thread still finds its session.
+void Leak(std::vector<std::shared_ptr<HttpSession>>& list);
+
 // A session id: 32 hex digits from getrandom().
 std::string RandomSessionId();
 

@@ -75,22 +75,13 @@ std::vector<std::shared_ptr<HttpSession>> StatelessCalls::All() {
 size_t StatelessCalls::Reap() {
   std::vector<std::shared_ptr<HttpSession>> done;  // destroyed after the lock
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = live_.begin(); it != live_.end();) {
-    if (it->use_count() == 1 && (*it)->mcp().in_flight() == 0) {
-      done.push_back(std::move(*it));
-      it = live_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  done = TakeFinished(live_);
   return live_.size();
 }
 
 void StatelessCalls::Abandon() {
   std::lock_guard<std::mutex> lock(mu_);
-  auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(live_));
-  (void)leaked;
-  live_.clear();
+  Leak(live_);
 }
 
 }  // namespace mcpexec
