@@ -6,7 +6,7 @@
 //   (cd tests/client && npm ci)   # the SDK, pinned once for tests and bench
 //   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--mem-sessions=4]
 //                        [--conc-calls=200] [--conc-max-s=20] [--conc-levels=1,2,4,8]
-//                        [--only=print,pandas,session_print,session_memory,concurrency]
+//                        [--only=print,pandas,session_print,session_memory,concurrency,preload,eras]
 //                        [--quick] [--plot] [--json-out=FILE]
 //
 // The same settings can come from BENCH_N_MCP, BENCH_N_REF, BENCH_WARMUP,
@@ -31,6 +31,11 @@
 // number of CPUs) and MCP_EXEC_MAX_QUEUE at 64 (at least the highest level),
 // so that no call waits in vain for a place; a refused call fails the bench.
 //
+// Then the protocol eras (`eras`, bench/eras.mjs): print(1), one-shot and
+// into a session, through the v1 client (2025-11-25) and the v2 client
+// pinned to 2026-07-28, over stdio and streamable HTTP, and the v2 client's
+// connect over stdio in legacy and auto mode.
+//
 // --quick: tiny counts (n-mcp 3, n-ref 1, warm-up 0, 2 sessions for memory,
 // 20 calls per concurrency level, 5 s per level at most) unless given as
 // flags, to prove the whole bench works end to end (CI). --json-out=FILE
@@ -47,6 +52,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { connectHttpClient, connectMcpExec, serverBin, startHttpServer } from '../tests/client/mcp_client.mjs';
+import { printEras, runEras } from './eras.mjs';
 import { childrenOf, descendantsOf, findZygote, processTable, pssKiB } from './procfs.mjs';
 
 const REFERENCE_PYTHON = '/usr/bin/python3';
@@ -156,6 +162,8 @@ const SESSION_MEMORY = 'session_memory';
 // Throughput and latency against concurrency (see measureConcurrency): its
 // own name for --only.
 const CONCURRENCY = 'concurrency';
+// The protocol eras side by side (bench/eras.mjs): its own name for --only.
+const ERAS = 'eras';
 
 // An operator's own package (MCP_EXEC_PRELOAD): imported cold in every run on
 // a default server, against already imported on a server that preloads it.
@@ -198,17 +206,19 @@ function settings() {
   let memory = true;
   let concurrency = true;
   let preload = true;
+  let eras = true;
   if (values.only) {
     const keep = values.only.split(',');
     const known = [...SNIPPETS, ...SESSION_SCENARIOS]
       .map((s) => s.name)
-      .concat(SESSION_MEMORY, CONCURRENCY, PRELOAD);
+      .concat(SESSION_MEMORY, CONCURRENCY, PRELOAD, ERAS);
     const unknown = keep.filter((k) => !known.includes(k));
     if (unknown.length) throw new Error(`--only: unknown snippet ${unknown.join(', ')}`);
     sessions = SESSION_SCENARIOS.filter((s) => keep.includes(s.name));
     memory = keep.includes(SESSION_MEMORY);
     concurrency = keep.includes(CONCURRENCY);
     preload = keep.includes(PRELOAD);
+    eras = keep.includes(ERAS);
     const oneShots = keep.concat(sessions.map((s) => s.oneShot));
     SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => oneShots.includes(s.name)));
   }
@@ -239,6 +249,7 @@ function settings() {
     memory,
     concurrency,
     preload,
+    eras,
   };
 }
 
@@ -908,6 +919,8 @@ async function main() {
   }
 
   const preload = opts.preload ? await runPreload(opts) : null;
+  const eras = opts.eras ? await runEras({ warmup, n: nMcp, connectRounds: opts.quick ? 1 : 5 }) : null;
+  server ??= eras?.server;
   server ??= serverSeen;
 
   const row = (snippet, side) => rows.find((r) => r.snippet === snippet && r.side === side);
@@ -1006,6 +1019,10 @@ async function main() {
     );
     console.log();
   }
+  if (eras) {
+    printEras(eras);
+    console.log();
+  }
   const cpus = os.cpus();
   const summary = {
     date: new Date().toISOString(),
@@ -1036,6 +1053,7 @@ async function main() {
     lockdown,
     lockdown_ahead: lockdownAhead,
     preload,
+    eras: eras && { rows: eras.rows, connect: eras.connect },
     concurrency: concurrency && {
       snippet: CONCURRENT_CALL.code.trim(),
       levels: opts.concLevels,

@@ -146,5 +146,27 @@ TEST(StatelessStdioTest, AHandleEndsWithItsSessionsIdleLimit) {
       << late.dump();
 }
 
+// And with its longest life, however busy it is.
+TEST(StatelessStdioTest, AHandleEndsWithItsSessionsLongestLife) {
+  ServerProcess s(Env{{"MCP_EXEC_PY_SESSION_MAX_S", "10"}});
+  json first = CallIn(s, 1, {{"code", "y = 1"}, {"session", "new"}});
+  const std::string handle = first.value("session", "");
+  ASSERT_FALSE(handle.empty()) << first.dump();
+  json busy;
+  for (int i = 0; i < 6; ++i) {  // a call every 2 s: never idle
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    busy = CallIn(s, 10 + i, {{"code", "print(y)"}, {"session", handle}});
+    if (busy.contains("error_text") || busy.contains("session_ended")) break;
+  }
+  // Its last call ended it, saying so; later calls are refused, saying why.
+  json late = CallIn(s, 2, {{"code", "print(y)"}, {"session", handle}});
+  EXPECT_NE(late.value("error_text", "")
+                .find("has ended (it reached its longest life, 10 s "
+                      "(MCP_EXEC_PY_SESSION_MAX_S))"),
+            std::string::npos)
+      << busy.dump() << "\n"
+      << late.dump();
+}
+
 }  // namespace
 }  // namespace mcpexec::testing

@@ -1,0 +1,134 @@
+// The protocol eras side by side (issue 21): the same calls through the v1
+// SDK client (protocol 2025-11-25, after initialize) and the v2 client pinned
+// to 2026-07-28 (stateless), over stdio and over streamable HTTP, in one run:
+// print(1) in a fresh process, and print(1) into a live session (session
+// "new" once, then its handle). Also each client's connect over stdio,
+// legacy against auto (the v2 client's probe of server/discover first).
+// Printed, never asserted.
+import { connectHttpClient, connectMcpExec, startHttpServer } from '../tests/client/mcp_client.mjs';
+import { connectV2Http, connectV2Stdio, STATELESS_VERSION } from '../tests/client/v2_client.mjs';
+
+const PRINT = { code: 'print(1)\n', expect: '1\n' };
+
+function stats(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  const round = (x) => Math.round(x * 100) / 100;
+  return { n: sorted.length, p50_ms: round(at(50)), p99_ms: round(at(99)) };
+}
+
+// One exec call, end to end; fails the bench on anything but print(1)'s answer.
+async function timedCall(client, args, what) {
+  const started = performance.now();
+  const result = await client.callTool({ name: 'exec', arguments: args });
+  const elapsed = performance.now() - started;
+  const out = result.structuredContent;
+  if (result.isError || out?.exit_code !== 0 || out?.stdout !== PRINT.expect) {
+    throw new Error(`eras, ${what}: ${JSON.stringify(result)}`);
+  }
+  return { elapsed, out };
+}
+
+async function measureClient(client, label, warmup, n) {
+  const oneShot = [];
+  for (let i = 0; i < warmup + n; i++) {
+    const { elapsed } = await timedCall(client, { code: PRINT.code }, `${label} print(1)`);
+    if (i >= warmup) oneShot.push(elapsed);
+  }
+  const { out } = await timedCall(client, { code: PRINT.code, session: 'new' }, `${label} session "new"`);
+  const session = [];
+  for (let i = 0; i < warmup + n; i++) {
+    const { elapsed, out: o } = await timedCall(client, { code: PRINT.code, session: out.session }, `${label} session`);
+    if (o.session_new) throw new Error(`eras, ${label}: the session started anew`);
+    if (i >= warmup) session.push(elapsed);
+  }
+  return { print: stats(oneShot), session: stats(session) };
+}
+
+async function connectTime(connect, rounds) {
+  const samples = [];
+  for (let i = 0; i < rounds; i++) {
+    const started = performance.now();
+    const ctx = await connect();
+    samples.push(performance.now() - started);
+    await ctx.close();
+  }
+  return stats(samples);
+}
+
+/** Runs the eras; returns { server (its name and version), rows, connect }. */
+export async function runEras({ warmup, n, connectRounds }) {
+  const rows = [];
+  let server;
+  // stdio: a server per client.
+  {
+    const v1 = await connectMcpExec({ clientName: 'bench-eras-v1' });
+    server = v1.client.getServerVersion();
+    try {
+      rows.push({ transport: 'stdio', era: '2025-11-25 (v1 client)', ...(await measureClient(v1.client, 'stdio v1', warmup, n)) });
+    } finally {
+      await v1.client.close();
+    }
+    const v2 = await connectV2Stdio('bench-eras-v2', { pin: STATELESS_VERSION });
+    try {
+      rows.push({ transport: 'stdio', era: `${STATELESS_VERSION} (v2 client)`, ...(await measureClient(v2.client, 'stdio v2', warmup, n)) });
+    } finally {
+      await v2.close();
+    }
+  }
+  // streamable HTTP: one server, both clients.
+  const http = await startHttpServer({ transport: 'http' });
+  try {
+    const v1 = await connectHttpClient(http, { clientName: 'bench-eras-v1' });
+    try {
+      rows.push({ transport: 'http', era: '2025-11-25 (v1 client)', ...(await measureClient(v1.client, 'http v1', warmup, n)) });
+    } finally {
+      await v1.transport.terminateSession().catch(() => {});
+      await v1.client.close();
+    }
+    const v2 = await connectV2Http(http, 'bench-eras-v2', { pin: STATELESS_VERSION });
+    try {
+      rows.push({ transport: 'http', era: `${STATELESS_VERSION} (v2 client)`, ...(await measureClient(v2.client, 'http v2', warmup, n)) });
+    } finally {
+      await v2.close();
+    }
+  } finally {
+    await http.stop();
+  }
+  // Connecting over stdio (a server start each): the v2 client in legacy
+  // mode against auto, which first probes server/discover.
+  const connect = {
+    legacy: await connectTime(() => connectV2Stdio('bench-connect', 'legacy'), connectRounds),
+    auto: await connectTime(() => connectV2Stdio('bench-connect', 'auto'), connectRounds),
+  };
+  return { server, rows, connect };
+}
+
+export function printEras({ rows, connect }) {
+  console.log('protocol eras: print(1), one-shot and into a live session (handle from session "new"), end to end');
+  const header = ['transport', 'era', 'n', 'print p50', 'print p99', 'session p50', 'session p99'];
+  const lines = rows.map((r) => [
+    r.transport,
+    r.era,
+    String(r.print.n),
+    r.print.p50_ms.toFixed(2),
+    r.print.p99_ms.toFixed(2),
+    r.session.p50_ms.toFixed(2),
+    r.session.p99_ms.toFixed(2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const fmt = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  console.log(fmt(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const l of lines) console.log(fmt(l));
+  for (const transport of ['stdio', 'http']) {
+    const [legacy, stateless] = rows.filter((r) => r.transport === transport);
+    if (!legacy || !stateless) continue;
+    const ratio = (k) => (stateless[k].p50_ms / legacy[k].p50_ms).toFixed(2);
+    console.log(`${transport}: 2026-07-28 p50 / 2025-11-25 p50 = ${ratio('print')} (print), ${ratio('session')} (session)`);
+  }
+  console.log(
+    `connect over stdio (v2 client, n ${connect.legacy.n}): legacy p50 ${connect.legacy.p50_ms.toFixed(0)} ms, ` +
+      `auto p50 ${connect.auto.p50_ms.toFixed(0)} ms (auto / legacy ${(connect.auto.p50_ms / connect.legacy.p50_ms).toFixed(2)})`,
+  );
+}
