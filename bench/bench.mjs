@@ -1053,7 +1053,7 @@ async function main() {
     lockdown,
     lockdown_ahead: lockdownAhead,
     preload,
-    eras: eras && { rows: eras.rows, connect: eras.connect },
+    eras: eras && { rows: eras.rows, raw: eras.raw, connect: eras.connect },
     concurrency: concurrency && {
       snippet: CONCURRENT_CALL.code.trim(),
       levels: opts.concLevels,

@@ -5,7 +5,10 @@
 // "new" once, then its handle). Also each client's connect over stdio,
 // legacy against auto (the v2 client's probe of server/discover first).
 // Printed, never asserted.
-import { connectHttpClient, connectMcpExec, startHttpServer } from '../tests/client/mcp_client.mjs';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
+
+import { connectHttpClient, connectMcpExec, serverBin, startHttpServer } from '../tests/client/mcp_client.mjs';
 import { connectV2Http, connectV2Stdio, STATELESS_VERSION } from '../tests/client/v2_client.mjs';
 
 const PRINT = { code: 'print(1)\n', expect: '1\n' };
@@ -56,7 +59,57 @@ async function connectTime(connect, rounds) {
   return stats(samples);
 }
 
-/** Runs the eras; returns { server (its name and version), rows, connect }. */
+// The server alone, without either SDK's own cost: one stdio process, a
+// 2025 initialize, then print(1) calls of either era on the same
+// connection, alternating, as raw JSON-RPC lines.
+async function rawStdio(warmup, n) {
+  const child = spawn(serverBin, [], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env } });
+  const lines = readline.createInterface({ input: child.stdout });
+  const waiting = new Map();
+  lines.on('line', (line) => {
+    const msg = JSON.parse(line);
+    waiting.get(msg.id)?.(msg);
+    waiting.delete(msg.id);
+  });
+  let nextId = 1;
+  const request = (method, params) =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    });
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': STATELESS_VERSION,
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  try {
+    await request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
+    const made = await request('tools/call', { name: 'exec', arguments: { code: 'x = 1', session: 'new' }, _meta: meta });
+    const handle = made.result?.structuredContent?.session;
+    const times = { legacy: [], stateless: [], legacy_session: [], stateless_session: [] };
+    for (let i = 0; i < warmup + n; i++) {
+      for (const [era, session] of [['legacy', null], ['stateless', null], ['legacy', handle], ['stateless', handle]]) {
+        const params = { name: 'exec', arguments: { code: PRINT.code } };
+        if (session) params.arguments.session = session;
+        if (era === 'stateless') params._meta = meta;
+        const started = performance.now();
+        const answer = await request('tools/call', params);
+        const elapsed = performance.now() - started;
+        if (answer.result?.structuredContent?.stdout !== PRINT.expect) {
+          throw new Error(`eras, raw ${era}: ${JSON.stringify(answer)}`);
+        }
+        if (i >= warmup) times[session ? `${era}_session` : era].push(elapsed);
+      }
+    }
+    return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)]));
+  } finally {
+    child.stdin.end();
+    await new Promise((resolve) => child.on('close', resolve));
+  }
+}
+
+/** Runs the eras; returns { server (its name and version), rows, raw, connect }. */
 export async function runEras({ warmup, n, connectRounds }) {
   const rows = [];
   let server;
@@ -95,16 +148,17 @@ export async function runEras({ warmup, n, connectRounds }) {
   } finally {
     await http.stop();
   }
+  const raw = await rawStdio(warmup, n);
   // Connecting over stdio (a server start each): the v2 client in legacy
   // mode against auto, which first probes server/discover.
   const connect = {
     legacy: await connectTime(() => connectV2Stdio('bench-connect', 'legacy'), connectRounds),
     auto: await connectTime(() => connectV2Stdio('bench-connect', 'auto'), connectRounds),
   };
-  return { server, rows, connect };
+  return { server, rows, raw, connect };
 }
 
-export function printEras({ rows, connect }) {
+export function printEras({ rows, raw, connect }) {
   console.log('protocol eras: print(1), one-shot and into a live session (handle from session "new"), end to end');
   const header = ['transport', 'era', 'n', 'print p50', 'print p99', 'session p50', 'session p99'];
   const lines = rows.map((r) => [
@@ -127,6 +181,13 @@ export function printEras({ rows, connect }) {
     const ratio = (k) => (stateless[k].p50_ms / legacy[k].p50_ms).toFixed(2);
     console.log(`${transport}: 2026-07-28 p50 / 2025-11-25 p50 = ${ratio('print')} (print), ${ratio('session')} (session)`);
   }
+  console.log(
+    `the server alone (raw JSON-RPC over one stdio connection, alternating, n ${raw.legacy.n}): print(1) p50 ` +
+      `${raw.legacy.p50_ms.toFixed(2)} ms (2025-11-25) / ${raw.stateless.p50_ms.toFixed(2)} ms (2026-07-28), ` +
+      `ratio ${(raw.stateless.p50_ms / raw.legacy.p50_ms).toFixed(2)}; into a session ` +
+      `${raw.legacy_session.p50_ms.toFixed(2)} / ${raw.stateless_session.p50_ms.toFixed(2)} ms, ratio ` +
+      `${(raw.stateless_session.p50_ms / raw.legacy_session.p50_ms).toFixed(2)}`,
+  );
   console.log(
     `connect over stdio (v2 client, n ${connect.legacy.n}): legacy p50 ${connect.legacy.p50_ms.toFixed(0)} ms, ` +
       `auto p50 ${connect.auto.p50_ms.toFixed(0)} ms (auto / legacy ${(connect.auto.p50_ms / connect.legacy.p50_ms).toFixed(2)})`,
