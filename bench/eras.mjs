@@ -59,6 +59,69 @@ async function connectTime(connect, rounds) {
   return stats(samples);
 }
 
+// The calls of one round, the eras' order swapped every other round: a
+// one-shot call right after another one-shot call waits for the spare runner
+// the first one used, and would be slower whatever its era.
+function balanced(i, handle) {
+  const round = [
+    ['stateless', null],
+    ['stateless', handle],
+    ['legacy', null],
+    ['legacy', handle],
+  ];
+  return i % 2 ? [...round.slice(2), ...round.slice(0, 2)] : round;
+}
+
+// The times of one era and kind ("legacy", "stateless_session"...) as stats.
+const statsOf = (times) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)]));
+
+// The server alone over streamable HTTP: one 2025 session (initialize) and
+// stateless POSTs with their headers, the same calls as rawStdio.
+async function rawHttp(warmup, n) {
+  const server = await startHttpServer({ transport: 'http' });
+  const base = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+  const post = async (body, headers) => {
+    const res = await fetch(server.url, { method: 'POST', headers: { ...base, ...headers }, body: JSON.stringify(body) });
+    const text = await res.text();
+    const data = text.startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data: ')).pop()?.slice(6);
+    return { msg: JSON.parse(data ?? '{}'), sid: res.headers.get('mcp-session-id') };
+  };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': STATELESS_VERSION,
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const call = (era, sid, args) => {
+    const params = { name: 'exec', arguments: args };
+    if (era === 'legacy') return post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params }, { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' });
+    const headers = { 'MCP-Protocol-Version': STATELESS_VERSION, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'exec' };
+    if (args.session) headers['Mcp-Param-Session'] = args.session;
+    return post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { ...params, _meta: meta } }, headers);
+  };
+  try {
+    const { sid } = await post(
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } },
+      {},
+    );
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' }).catch(() => {});
+    const made = await call('stateless', sid, { code: 'x = 1', session: 'new' });
+    const handle = made.msg.result?.structuredContent?.session;
+    const times = { legacy: [], stateless: [], legacy_session: [], stateless_session: [] };
+    for (let i = 0; i < warmup + n; i++) {
+      for (const [era, session] of balanced(i, handle)) {
+        const args = session ? { code: PRINT.code, session } : { code: PRINT.code };
+        const started = performance.now();
+        const { msg } = await call(era, sid, args);
+        const elapsed = performance.now() - started;
+        if (msg.result?.structuredContent?.stdout !== PRINT.expect) throw new Error(`eras, raw http ${era}: ${JSON.stringify(msg)}`);
+        if (i >= warmup) times[session ? `${era}_session` : era].push(elapsed);
+      }
+    }
+    return statsOf(times);
+  } finally {
+    await server.stop();
+  }
+}
+
 // The server alone, without either SDK's own cost: one stdio process, a
 // 2025 initialize, then print(1) calls of either era on the same
 // connection, alternating, as raw JSON-RPC lines.
@@ -89,7 +152,7 @@ async function rawStdio(warmup, n) {
     const handle = made.result?.structuredContent?.session;
     const times = { legacy: [], stateless: [], legacy_session: [], stateless_session: [] };
     for (let i = 0; i < warmup + n; i++) {
-      for (const [era, session] of [['legacy', null], ['stateless', null], ['legacy', handle], ['stateless', handle]]) {
+      for (const [era, session] of balanced(i, handle)) {
         const params = { name: 'exec', arguments: { code: PRINT.code } };
         if (session) params.arguments.session = session;
         if (era === 'stateless') params._meta = meta;
@@ -102,7 +165,7 @@ async function rawStdio(warmup, n) {
         if (i >= warmup) times[session ? `${era}_session` : era].push(elapsed);
       }
     }
-    return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, stats(v)]));
+    return statsOf(times);
   } finally {
     child.stdin.end();
     await new Promise((resolve) => child.on('close', resolve));
@@ -148,7 +211,7 @@ export async function runEras({ warmup, n, connectRounds }) {
   } finally {
     await http.stop();
   }
-  const raw = await rawStdio(warmup, n);
+  const raw = { stdio: await rawStdio(warmup, n), http: await rawHttp(warmup, n) };
   // Connecting over stdio (a server start each): the v2 client in legacy
   // mode against auto, which first probes server/discover.
   const connect = {
@@ -181,13 +244,15 @@ export function printEras({ rows, raw, connect }) {
     const ratio = (k) => (stateless[k].p50_ms / legacy[k].p50_ms).toFixed(2);
     console.log(`${transport}: 2026-07-28 p50 / 2025-11-25 p50 = ${ratio('print')} (print), ${ratio('session')} (session)`);
   }
-  console.log(
-    `the server alone (raw JSON-RPC over one stdio connection, alternating, n ${raw.legacy.n}): print(1) p50 ` +
-      `${raw.legacy.p50_ms.toFixed(2)} ms (2025-11-25) / ${raw.stateless.p50_ms.toFixed(2)} ms (2026-07-28), ` +
-      `ratio ${(raw.stateless.p50_ms / raw.legacy.p50_ms).toFixed(2)}; into a session ` +
-      `${raw.legacy_session.p50_ms.toFixed(2)} / ${raw.stateless_session.p50_ms.toFixed(2)} ms, ratio ` +
-      `${(raw.stateless_session.p50_ms / raw.legacy_session.p50_ms).toFixed(2)}`,
-  );
+  for (const [transport, r] of Object.entries(raw)) {
+    const ratio = (k) => (r[`stateless${k}`].p50_ms / r[`legacy${k}`].p50_ms).toFixed(2);
+    console.log(
+      `the server alone over ${transport} (raw JSON-RPC, one connection, eras alternating, n ${r.legacy.n}): ` +
+        `print(1) p50 ${r.legacy.p50_ms.toFixed(2)} (2025-11-25) / ${r.stateless.p50_ms.toFixed(2)} ms (2026-07-28), ` +
+        `ratio ${ratio('')}; into a session ${r.legacy_session.p50_ms.toFixed(2)} / ` +
+        `${r.stateless_session.p50_ms.toFixed(2)} ms, ratio ${ratio('_session')}`,
+    );
+  }
   console.log(
     `connect over stdio (v2 client, n ${connect.legacy.n}): legacy p50 ${connect.legacy.p50_ms.toFixed(0)} ms, ` +
       `auto p50 ${connect.auto.p50_ms.toFixed(0)} ms (auto / legacy ${(connect.auto.p50_ms / connect.legacy.p50_ms).toFixed(2)})`,
