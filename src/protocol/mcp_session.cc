@@ -184,11 +184,7 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
   if (auto refused = stateless::CheckEnvelope(id, params)) return send_(refused->response);
   const std::string version = params["_meta"][stateless::kMetaProtocolVersion];
   if (auto refused = stateless::CheckVersion(id, version)) return send_(refused->response);
-  if (!stateless::IsServedMethod(method)) {
-    return send_(jsonrpc::Error(
-        id, jsonrpc::kMethodNotFound,
-        "method not found in protocol " + std::string(stateless::kVersion) + ": " + method));
-  }
+  if (auto refused = stateless::CheckMethod(id, method)) return send_(refused->response);
   auto cached = [&](json result) {
     send_(jsonrpc::Result(id, stateless::Complete(stateless::WithCacheHints(
                                   std::move(result), kCacheTtlMs, backend_.CacheScope()))));

@@ -124,6 +124,13 @@ bool IsServedMethod(const std::string& method) {
   return false;
 }
 
+std::optional<Rejection> CheckMethod(const json& id, const std::string& method) {
+  if (IsServedMethod(method)) return std::nullopt;
+  return Rejection{
+      404, jsonrpc::Error(id, jsonrpc::kMethodNotFound,
+                          "method not found in protocol " + std::string(kVersion) + ": " + method)};
+}
+
 json ServerInfo() {
   return {{"name", "mcp-exec"}, {"title", "mcp-exec"}, {"version", MCP_EXEC_VERSION}};
 }

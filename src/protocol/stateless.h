@@ -65,6 +65,8 @@ std::vector<std::string> AllSupportedVersions();
 // removed (initialize, ping, logging/setLevel, resources/subscribe...)
 // included, is -32601 (404 over HTTP).
 bool IsServedMethod(const std::string& method);
+// -32601 (HTTP 404) for a method IsServedMethod refuses.
+std::optional<Rejection> CheckMethod(const nlohmann::json& id, const std::string& method);
 
 // {name, title, version}: in initialize's result and in every result of
 // the era (_meta io.modelcontextprotocol/serverInfo).

@@ -45,10 +45,8 @@ std::optional<http::Response> CheckStatelessPost(
   }
   if (auto why = mcp_headers::CheckStandardHeaders(req.headers, msg)) return Mismatch(id, *why);
   const std::string method = msg["method"];
-  if (!stateless::IsServedMethod(method)) {
-    return ErrorAnswer(404, jsonrpc::Error(id, jsonrpc::kMethodNotFound,
-                                           "method not found in protocol " +
-                                               std::string(stateless::kVersion) + ": " + method));
+  if (auto refused = stateless::CheckMethod(id, method)) {
+    return ErrorAnswer(refused->http_status, refused->response);
   }
   if (method == "tools/call" && params.value("name", json()) == tool_name) {
     const json arguments = params.value("arguments", json::object());

@@ -22,7 +22,7 @@ export const serverBin = process.env.MCP_EXEC_BIN || path.resolve(here, '../../b
 // The SDK passes only a few variables (HOME, PATH, ...) to the server. Forward
 // the server's own settings, and the OpenBLAS kernel selection that some CPUs
 // need (the server hands those two on to its Python runtime).
-function serverEnvironment() {
+export function serverEnvironment() {
   const env = getDefaultEnvironment();
   for (const [name, value] of Object.entries(process.env)) {
     if (name.startsWith('MCP_EXEC_') || name === 'OPENBLAS_CORETYPE' || name === 'OPENBLAS_L2_SIZE') {

@@ -6,19 +6,9 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-import { serverBin } from './mcp_client.mjs';
+import { serverBin, serverEnvironment } from './mcp_client.mjs';
 
 export const STATELESS_VERSION = '2026-07-28';
-
-// The server's settings: the forwarded MCP_EXEC_* ones (and the OpenBLAS
-// kernel selection some CPUs need), plus what a shell would give it.
-function serverEnv(extra = {}) {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/' };
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('MCP_EXEC_') || k === 'OPENBLAS_CORETYPE' || k === 'OPENBLAS_L2_SIZE') env[k] = v;
-  }
-  return { ...env, ...extra };
-}
 
 function newClient(name, mode) {
   return new Client({ name, version: '0.0.0' }, { versionNegotiation: { mode } });
@@ -29,7 +19,7 @@ export async function connectV2Stdio(name, mode, env = {}) {
   const transport = new StdioClientTransport({
     command: serverBin,
     args: [],
-    env: serverEnv(env),
+    env: { ...serverEnvironment(), ...env },
     stderr: 'pipe',
   });
   let log = '';

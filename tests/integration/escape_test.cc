@@ -234,15 +234,23 @@ TEST_P(EscapeTest, Snippet) {
   EXPECT_EQ(s.Exec("print('still here')")["stdout"], "still here\n");
 }
 
+// Why the three postures cannot be set up here (root_reason without
+// root; setpriv missing), or nullopt.
+std::optional<std::string> PosturesMissing(const char* root_reason) {
+  if (geteuid() != 0) return std::string(root_reason);
+  if (access("/usr/bin/setpriv", X_OK) != 0)
+    return std::string("setpriv (util-linux) is not installed");
+  return std::nullopt;
+}
+
 // Issue 19, point 15: the recursive removal of a run's directory stopped at
 // depth 4096: in the posture without namespaces a tree 5,000 deep survived
 // the run's cleanup (on the container's /tmp, memory on a tmpfs), run after
 // run. The run's directory is the supervisor's, seen here through
 // /proc/<server>/root (its mount namespace in the container postures).
 TEST(CleanupTest, ATreeDeeperThanAnyRecursionBoundGoesWithItsRun) {
-  if (geteuid() != 0) GTEST_SKIP() << "the postures and /proc/<pid>/root need root";
-  if (access("/usr/bin/setpriv", X_OK) != 0)
-    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  if (auto why = PosturesMissing("the postures and /proc/<pid>/root need root"))
+    GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
     ServerProcess s({}, {}, Wrapper(posture));
@@ -288,9 +296,7 @@ print("deep")
 // lived. Sessions together may hold half the budget beyond their
 // interpreters; the one holding the most gives way, and one-shot runs fork.
 TEST(SessionBoundTest, ChildrenASessionHoldsCannotStarveOtherRuns) {
-  if (geteuid() != 0) GTEST_SKIP() << "the postures need root";
-  if (access("/usr/bin/setpriv", X_OK) != 0)
-    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  if (auto why = PosturesMissing("the postures need root")) GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
     ServerProcess s({{"MCP_EXEC_MAX_PROCESSES", "64"}}, {}, Wrapper(posture));
@@ -324,9 +330,7 @@ print(len(pids), "held")
 // another run goes, all runs together may hold three quarters of the
 // bound; the run holding the most is ended, and says so in its reason.
 TEST(RunBoundTest, ChildrenAOneShotRunHoldsCannotStarveOtherRuns) {
-  if (geteuid() != 0) GTEST_SKIP() << "the postures need root";
-  if (access("/usr/bin/setpriv", X_OK) != 0)
-    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  if (auto why = PosturesMissing("the postures need root")) GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
     ServerProcess s({{"MCP_EXEC_MAX_PROCESSES", "64"}, {"MCP_EXEC_MAX_CONCURRENT", "4"}}, {},
