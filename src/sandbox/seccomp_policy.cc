@@ -65,8 +65,6 @@ constexpr Row kDescriptorIo[] = {
 // the older calls itself (access, mkdir, rename, ...); where it does not, the
 // programs subprocess starts (static binaries, other libcs) may.
 constexpr Row kFiles[] = {
-    {"openat", kAllow, "every file open: open(), imports, sqlite3, extension modules"},
-    {"open", kAllow, "open(2) in programs subprocess starts (glibc uses openat)", kLegacy},
     {"fstat newfstatat statx", kAllow,
      "os.stat, os.path.exists, the import system's path finder, io.open's size check"},
     {"stat lstat", kAllow, "stat(2)/lstat(2) in programs subprocess starts (glibc: newfstatat)",
@@ -92,8 +90,6 @@ constexpr Row kFiles[] = {
      kLegacy},
     {"linkat symlinkat", kAllow,
      "os.link/os.symlink with dir_fd=; the same where the old are missing"},
-    {"chmod", kAllow, "os.chmod, shutil.copymode (glibc's chmod() on x86_64)", kLegacy},
-    {"fchmod fchmodat", kAllow, "os.chmod on a descriptor or with dir_fd=, shutil.copystat"},
     {"utimensat", kAllow, "os.utime; shutil.copystat/copy2 carry timestamps over"},
     {"utime utimes futimesat", kAllow, "timestamps set by programs subprocess starts (old calls)",
      kLegacy},
@@ -295,6 +291,12 @@ constexpr Named kCloneNamespaceFlags =
     MCP_NAMED(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
               CLONE_NEWPID | CLONE_NEWNET);
 
+// The bits that make a file run as its owner or group.
+constexpr Named kSetIds = MCP_NAMED(S_ISUID | S_ISGID);
+// The open flags that create a file with the mode argument: O_CREAT, and
+// O_TMPFILE (without its O_DIRECTORY bit, which plain opens carry too).
+constexpr Named kCreates = {O_CREAT | (O_TMPFILE & ~O_DIRECTORY), "O_CREAT|O_TMPFILE"};
+
 constexpr Condition Ioctl(Named request) { return MaskedEq(1, "request", kLow32, request); }
 constexpr Condition PrctlOption(Named option) { return Eq(0, "option", option); }
 
@@ -364,6 +366,34 @@ constexpr ArgRule kArgRules[] = {
     {"mknodat",
      {MaskedEq(2, "mode", MCP_NAMED(S_IFMT), MCP_NAMED(S_IFIFO))},
      "os.mkfifo; never device nodes"},
+    // Files are opened and their modes set freely, but never with the
+    // setuid or setgid bit: inside a run they mean nothing (no_new_privs,
+    // nosuid), and in a host folder mounted rw (MCP_EXEC_MOUNTS) a setuid
+    // file of the run's uid would outlive the run, for the host's users.
+    {"openat",
+     {MaskedEq(2, "flags", kCreates, {0, "0"})},
+     "every open that creates nothing: imports, reads, sqlite3, extension modules"},
+    {"openat",
+     {MaskedEq(3, "mode", kSetIds, {0, "0"})},
+     "every file created: open(..., 'w'), tempfile; never setuid or setgid"},
+    {"open",
+     {MaskedEq(1, "flags", kCreates, {0, "0"})},
+     "open(2) in programs subprocess starts (glibc uses openat)",
+     kLegacy},
+    {"open",
+     {MaskedEq(2, "mode", kSetIds, {0, "0"})},
+     "files created by programs subprocess starts; never setuid or setgid",
+     kLegacy},
+    {"chmod",
+     {MaskedEq(1, "mode", kSetIds, {0, "0"})},
+     "os.chmod, shutil.copymode (glibc's chmod() on x86_64); never setuid or setgid",
+     kLegacy},
+    {"fchmod",
+     {MaskedEq(1, "mode", kSetIds, {0, "0"})},
+     "os.chmod on a descriptor, shutil.copystat; never setuid or setgid"},
+    {"fchmodat",
+     {MaskedEq(2, "mode", kSetIds, {0, "0"})},
+     "os.chmod with dir_fd= or follow_symlinks; never setuid or setgid"},
     {"prlimit64",
      {Eq(0, "pid", kSelf)},
      "glibc's getrlimit/setrlimit; never another process of the same uid"},
