@@ -45,6 +45,14 @@ void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
               {{"variable", "MCP_EXEC_PYTHON"},
                {"why", "the interpreter is embedded; runs use Python " + runtime.python_version}});
   }
+  for (const auto& m : runtime.sandbox.value("mounts", nlohmann::json::array())) {
+    if (m.value("host_path", "") != m.value("path", "")) continue;
+    if (!m.value("metadata_guarded", true)) {
+      log::Warn("mount_metadata", {{"variable", "MCP_EXEC_MOUNTS"},
+                                   {"path", m.value("path", "")},
+                                   {"why", m.value("how", "")}});
+    }
+  }
   if (config.default_timeout_s > config.max_timeout_s) {
     log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
                                  {"value", config.default_timeout_s},
@@ -60,6 +68,7 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
   log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
              {{"namespaces", runtime.sandbox.value("namespaces", "")},
               {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
+              {"mounts", runtime.sandbox.value("mounts", nlohmann::json::array())},
               {"refusal", refusal}});
   WarnAboutConfig(config, runtime);
   log::Info("start", {{"version", MCP_EXEC_VERSION},

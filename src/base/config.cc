@@ -147,6 +147,11 @@ const std::vector<Option>& Options() {
          c.workdir_root = v;
          return "";
        }},
+      {"MCP_EXEC_MOUNTS", "--mounts", "empty", "",
+       "host folders in every run: comma-separated HOST_PATH:RUN_PATH[:ro|:rw][:exec], "
+       "read-only and not executable by default (where the server has no mount namespace, "
+       "runs find each at its HOST_PATH)",
+       [](Config& c, const std::string& v) { return mounts::Parse(v, &c.mounts); }},
       {"MCP_EXEC_MEMORY_LIMIT_MB", "--memory-limit-mb", Default(&Config::memory_limit_mb), "MiB",
        "memory a run may allocate (address space beyond the pre-warmed interpreter); unset, "
        "never more than 3/8 of the memory the process may use (a container's --memory 256m "
@@ -377,6 +382,13 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
 
 namespace {
 
+// The server's own binary, whose folder no mount may make writable.
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 // Who set the derived values: a variable or flag, else their default from
 // the resources, with the reason.
 void NoteSetter(Config& c, const char* name, const std::string& setter) {
@@ -386,6 +398,7 @@ void NoteSetter(Config& c, const char* name, const std::string& setter) {
   if (n == "MCP_EXEC_DISK_LIMIT_MB") c.disk_limit_from = setter;
   if (n == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
   if (n == "MCP_EXEC_MAX_PROCESSES") c.max_processes_from = setter;
+  if (n == "MCP_EXEC_MOUNTS") c.mounts_from = setter;
 }
 
 // "default: 3/8 of <where>" when the share of the memory is below the
@@ -488,6 +501,13 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
     NoteSetter(c, match->env, match->flag);
   }
   DeriveDefaults(c, resources);
+  if (!c.mounts.empty()) {
+    std::string err = mounts::Check(&c.mounts, c.workdir_root, SelfExe());
+    if (!err.empty()) {
+      r.error = c.mounts_from + " " + err;
+      return r;
+    }
+  }
   r.config = c;
   return r;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mounts.h"
 #include "base/run_limits.h"
 
 namespace mcpexec {
@@ -30,6 +31,10 @@ struct Config {
   int64_t max_code_bytes = 1048576;
   int64_t max_request_bytes = 0;  // 0 means derived from the code and stdin caps
   std::string workdir_root = "/tmp";
+  // Host folders in every run (MCP_EXEC_MOUNTS), checked at start; and the
+  // variable or flag that set them, for the error that names it.
+  std::vector<mounts::Mount> mounts;
+  std::string mounts_from;
   // Per-run limits of the sandbox.
   int64_t memory_limit_mb = 512;
   int64_t disk_limit_mb = 256;

@@ -55,6 +55,8 @@ struct ZygoteArgs {
   int64_t prefault = 0;
   // Modules to import and warm after the promised packages (comma-separated).
   std::string preload;
+  // Host folders in every run: mounts::Format of the checked MCP_EXEC_MOUNTS.
+  std::string mounts;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).
   int64_t cgroup_version = 0;
   std::string cgroup_memory_dir, cgroup_pids_dir, cgroup_why_not_memory, cgroup_why_not_pids;

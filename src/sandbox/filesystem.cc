@@ -144,12 +144,56 @@ bool MakeDev(const std::string& root, std::string* error) {
   return true;
 }
 
+// Makes every missing folder of path (absolute, below root) on the root's
+// tmpfs.
+bool MakeParents(const std::string& root, const std::string& path, std::string* error) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    std::string dir = root + path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Fail(error, "mkdir " + dir);
+  }
+  return true;
+}
+
+// One host folder (or file) at root + its RUN_PATH.
+bool BindHostFolder(const std::string& root, const mounts::Mount& m, std::string* error) {
+  const std::string to = root + m.run;
+  struct stat st;
+  if (stat(m.host.c_str(), &st) != 0) return Fail(error, "stat " + m.host);
+  if (!MakeParents(root, m.run, error)) return false;
+  if (S_ISDIR(st.st_mode) ? mkdir(to.c_str(), 0755) != 0 && errno != EEXIST
+                          : !UniqueFd(open(to.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644))) {
+    return Fail(error, "make " + m.run);
+  }
+  // Not MS_REC: a mount below the folder on the host stays out, as an
+  // empty directory.
+  if (mount(m.host.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Fail(error, "bind " + m.host + " on " + m.run);
+  }
+  // The bind took the source's flags (read-only since PrepareReadOnly); set
+  // the mount's own, keeping what the host locked.
+  unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | KeptFlags(to);
+  if (!m.exec) flags |= MS_NOEXEC;
+  if (!m.writable) flags |= MS_RDONLY;
+  if (mount(nullptr, to.c_str(), nullptr, flags, nullptr) != 0) {
+    if (m.writable && errno == EPERM) {
+      *error = m.host +
+               " is read-only where the server runs (mounted read-only by the host or "
+               "the container), so it cannot be rw in runs";
+      return false;
+    }
+    return Fail(error, "remount " + m.run);
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* const kDevices[5] = {"null", "zero", "full", "random", "urandom"};
 const char* const kSystemDirs[8] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"};
 
-bool PrepareMinimalRoot(std::string* error) {
+bool PrepareMinimalRoot(const std::vector<mounts::Mount>& mounts, std::string* error,
+                        std::string* mount_error) {
   // Built on a tmpfs over /tmp of our own mount namespace (the host's /tmp
   // is untouched), then made the root with pivot_root.
   const std::string root = "/tmp";
@@ -188,6 +232,12 @@ bool PrepareMinimalRoot(std::string* error) {
   if (!MakeDev(root, error)) return false;
   if (mkdir((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "mkdir /tmp");
   if (chmod((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "chmod /tmp");
+  for (const mounts::Mount& m : mounts) {
+    if (!BindHostFolder(root, m, mount_error)) {
+      *error = *mount_error;
+      return false;
+    }
+  }
   if (chdir(root.c_str()) != 0) return Fail(error, "chdir " + root);
   // pivot_root(".", "."): the old root ends up under the new one, and is
   // then detached (bubblewrap's and runc's way, no directory needed).

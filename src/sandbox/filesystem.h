@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mounts.h"
 #include "sandbox/layers.h"
 
 namespace mcpexec::sandbox::filesystem {
@@ -25,8 +26,13 @@ extern const char* const kSystemDirs[8];
 // run inherits: the system's /usr, /bin, /sbin, /lib*, /etc (without
 // /etc/machine-id), /proc, a private /dev (null, zero, full, random,
 // urandom; no ptys) and an empty /tmp, all read-only. Nothing else of the
-// host (home folders, /opt, /var, /srv, the server's files) is there.
-bool PrepareMinimalRoot(std::string* error);
+// host (home folders, /opt, /var, /srv, the server's files) is there, but
+// the operator's host folders (MCP_EXEC_MOUNTS), each bound at its RUN_PATH
+// (not recursively: submounts stay out), nodev, nosuid, noexec unless
+// exec, read-only unless rw. A bind that fails sets *mount_error (and
+// error) instead: the operator's setting, not the host's namespaces.
+bool PrepareMinimalRoot(const std::vector<mounts::Mount>& mounts, std::string* error,
+                        std::string* mount_error);
 
 // Runner, first process of its own pid and mount namespaces: a /proc of its
 // own (only its processes), with what tells about the host masked.

@@ -110,6 +110,16 @@ UniqueFd Prepare(int abi, const Rules& rules, std::string* error) {
     ok = ok && AddPath(rs, dir, LANDLOCK_ACCESS_FS_READ_DIR, error);
   }
   for (const auto& dir : rules.writable) ok = ok && AddPath(rs, dir, fs, error);
+  for (const auto& g : rules.granted) {
+    uint64_t access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+    if (g.exec) access |= LANDLOCK_ACCESS_FS_EXECUTE;
+    if (g.write) {
+      access |= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                LANDLOCK_ACCESS_FS_MAKE_REG | (fs & (kFsRefer | kFsTruncate));
+    }
+    ok = ok && AddPath(rs, g.path, access, error);
+  }
   uint64_t device_rw =
       LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? kFsTruncate : 0);
   for (const auto& dev : rules.devices) ok = ok && AddPath(rs, dev, device_rw, error);

@@ -20,6 +20,14 @@ struct Rules {
   std::vector<std::string> devices;           // read+write of these files (e.g. /dev/null)
   std::vector<std::string> readable = {"/"};  // read and execute below these; nothing else
   std::vector<std::string> listable;          // directories below these may be listed
+  // Host folders (MCP_EXEC_MOUNTS): read below each; with write, also make,
+  // write, truncate, rename and remove files and folders, but never make
+  // devices, fifos, sockets or symlinks; execute only with exec.
+  struct Granted {
+    std::string path;
+    bool write = false, exec = false;
+  };
+  std::vector<Granted> granted;
 };
 
 // Runner, after no_new_privs and before seccomp.

@@ -36,7 +36,7 @@ int RunProbe(const Sandbox& sb) {
   std::string error;
   if (!credentials::ApplyNoNewPrivs(&error)) return kProbeNoNewPrivs;
   if (sb.landlock_abi > 0 &&
-      !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}, {"/"}, {}}, &error)) {
+      !landlock::Apply(sb.landlock_abi, {{"/tmp"}, {"/dev/null"}, {"/"}, {}, {}}, &error)) {
     return kProbeLandlock;
   }
   if (!seccomp_policy::Apply(sb.seccomp_program, &error)) return kProbeSeccomp;
@@ -112,7 +112,9 @@ void PrepareLate(Sandbox* sb) {
   if (sb->ns_flags & CLONE_NEWNS) {
     sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
     if (sb->readonly_root)
-      sb->minimal_root = filesystem::PrepareMinimalRoot(&sb->minimal_root_error);
+      sb->minimal_root =
+          filesystem::PrepareMinimalRoot(sb->mounts, &sb->minimal_root_error, &sb->mounts_error);
+    sb->mounts_bound = sb->minimal_root;
     // Never a view half made: the zygote reports it and the supervisor
     // starts it again with fewer namespaces.
     if (!sb->minimal_root) sb->readonly_root = false, sb->readonly_error = sb->minimal_root_error;
@@ -185,6 +187,41 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
   return layers;
 }
 
+std::vector<MountView> Mounts(const Sandbox& sb) {
+  std::vector<MountView> out;
+  for (const mounts::Mount& m : sb.mounts) {
+    MountView v{};
+    v.host = m.host;
+    v.writable = m.writable;
+    v.exec = m.exec;
+    if (sb.mounts_bound) {
+      v.path = m.run;
+      v.how = std::string("bind mount at ") + m.run + ", nodev, nosuid" +
+              (m.exec ? "" : ", noexec") + (m.writable ? "" : ", read-only (EROFS)");
+    } else {
+      // No mount namespace: the folder is where the host has it.
+      v.path = m.host;
+      struct statvfs st {};
+      v.metadata_guarded =
+          m.writable || (statvfs(m.host.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY));
+      v.how = sb.landlock_abi > 0
+                  ? std::string("no mount namespace: Landlock grants it at its host path") +
+                        (m.writable ? ": read and write files and folders, no devices, fifos, "
+                                      "sockets or symlinks"
+                                    : ": read only") +
+                        (m.exec ? "" : ", no execution") +
+                        (v.metadata_guarded ? ""
+                                            : "; its mount is writable, so chmod and utime are "
+                                              "guarded by file ownership only (mount it read-only, "
+                                              "e.g. docker -v ...:ro)")
+                  : "no mount namespace and no Landlock: runs reach it, like every other host "
+                    "path, as far as the uid's permissions go";
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 namespace {
 
 // Landlock's ruleset with every rule known before the run: the system
@@ -199,6 +236,7 @@ UniqueFd PrepareLandlock(const Sandbox& sb, std::string* error) {
   rules.writable = {"/dev/shm"};
   for (const char* dev : filesystem::kDevices) rules.devices.push_back(std::string("/dev/") + dev);
   rules.readable = sb.readable;
+  for (const MountView& m : Mounts(sb)) rules.granted.push_back({m.path, m.writable, m.exec});
   // In the minimal root there is nothing but system folders to list.
   // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds
   // them too), but of its files only the run's own may be read.

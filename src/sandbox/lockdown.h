@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mounts.h"
 #include "base/unique_fd.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/layers.h"
@@ -30,7 +31,13 @@ struct Sandbox {
   bool run_pidns = false;             // every runner is pid 2 of a pid namespace of its own
   bool run_netns = false;             // and has a network namespace of its own
   std::vector<std::string> readable;  // what Landlock lets a run read (PrepareLate)
-  cgroups::Delegation cgroups;        // where runs get a cgroup of their own
+  // Host folders in every run (MCP_EXEC_MOUNTS): bound into the minimal root
+  // at their RUN_PATH (mounts_bound), else granted to Landlock at their
+  // HOST_PATH. mounts_error: a bind that failed; the zygote must not serve.
+  std::vector<mounts::Mount> mounts;
+  bool mounts_bound = false;
+  std::string mounts_error;
+  cgroups::Delegation cgroups;  // where runs get a cgroup of their own
   std::string readonly_error;
   int landlock_abi = 0;
   bool seccomp_ok = false;
@@ -47,6 +54,20 @@ void PrepareLate(Sandbox* sb);
 
 // The layers as they stand, for the start-up log and `doctor`.
 std::vector<LayerStatus> Report(const Sandbox& sb);
+
+// Each host folder as runs find it, for the report, `doctor` and the tool
+// description.
+struct MountView {
+  std::string path;  // where runs find it
+  std::string host;
+  bool writable = false, exec = false;
+  std::string how;  // how it is enforced in this posture, in words
+  // Without a mount namespace, a read-only folder on a writable mount: its
+  // files' contents are refused to runs, their metadata (chmod, utime) is
+  // guarded only by ownership.
+  bool metadata_guarded = true;
+};
+std::vector<MountView> Mounts(const Sandbox& sb);
 
 // How far a runner's lockdown has gone.
 struct LockState {

@@ -109,6 +109,14 @@ std::string DoctorText(const RuntimeReport& report, const Config& config) {
     o << line;
     if (!l.active && !l.fix.empty()) o << "             fix: " << l.fix << "\n";
   }
+  const json mounts = report.sandbox.value("mounts", json::array());
+  o << "  host folders (MCP_EXEC_MOUNTS):" << (mounts.empty() ? " none" : "") << "\n";
+  for (const json& m : mounts) {
+    o << "    " << m.value("path", "") << " ("
+      << (m.value("mode", "") == "rw" ? "read-write" : "read-only")
+      << (m.value("exec", false) ? ", executable" : "") << ") from " << m.value("host_path", "")
+      << ": " << m.value("how", "") << "\n";
+  }
   o << SeccompArgumentRulesText();
   o << LimitsText(config);
   o << "  Python " << report.python_version << "; packages:";
@@ -165,6 +173,7 @@ int RunDoctor(const Config& config, bool json_output) {
                 {"missing_packages", report.missing},
                 {"namespaces", report.sandbox.value("namespaces", "")},
                 {"layers", report.sandbox.value("layers", json::array())},
+                {"mounts", report.sandbox.value("mounts", json::array())},
                 {"seccomp_rules", SeccompRulesJson()},
                 {"limits", LimitsJson(config)},
                 {"refusal", refusal}};

@@ -93,6 +93,7 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.huge_pages = config_.zygote_huge_pages;
   a.prefault = config_.spare_prefault;
   a.preload = config_.preload;
+  a.mounts = mounts::Format(config_.mounts);
   a.cgroup_version = cgroups_.version;
   a.cgroup_memory_dir = cgroups_.memory_dir;
   a.cgroup_pids_dir = cgroups_.pids_dir;

@@ -265,6 +265,20 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
        "in "
        "it can change what its later calls do and return, so call with reset after running "
        "code or data you do not trust.";
+  const nlohmann::json mounts = rt.sandbox.value("mounts", nlohmann::json::array());
+  if (!mounts.empty()) {
+    o << " The user's folders, the same in every run and session:";
+    for (size_t i = 0; i < mounts.size(); ++i) {
+      const nlohmann::json& m = mounts[i];
+      const bool rw = m.value("mode", "ro") == "rw";
+      o << (i ? "; `" : " `") << m.value("path", "") << "` (" << (rw ? "read-write" : "read-only")
+        << (m.value("exec", false) ? ", executable" : "") << "): the user's files"
+        << (rw ? ", and what you write there lands on the user's disk (each file at most " +
+                     std::to_string(c.disk_limit_mb) + " MiB)"
+               : "");
+    }
+    o << ". Read the user's data from them instead of passing it in `files`.";
+  }
   if (!sandbox_summary.empty()) o << " " << sandbox_summary;
   o << " A non-zero exit, an exception or a timeout is a normal result, not an error.";
   return o.str();

@@ -575,6 +575,12 @@ std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
     _exit(1);
   }
   sandbox::PrepareLate(&z.sandbox);
+  if (!z.sandbox.mounts_error.empty()) {
+    // The operator's folders, not the host's namespaces: fewer namespaces
+    // would only move them, so the server says why and stops.
+    SendFatal(z.control, "MCP_EXEC_MOUNTS: " + z.sandbox.mounts_error);
+    _exit(1);
+  }
   if ((z.sandbox.ns_flags & CLONE_NEWNS) && !z.sandbox.minimal_root) {
     // Never serve from a view half made.
     RefuseNamespaces(z, "the runs' minimal root could not be made: " + z.sandbox.readonly_error);
@@ -593,8 +599,18 @@ std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
                    {"after", shape(after)},
                    {"huge_pages", args.huge_pages != 0},
                    {"collapsed_kib", collapsed / 1024}};
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const sandbox::MountView& m : sandbox::Mounts(z.sandbox)) {
+    mounts.push_back({{"path", m.path},
+                      {"host_path", m.host},
+                      {"mode", m.writable ? "rw" : "ro"},
+                      {"exec", m.exec},
+                      {"how", m.how},
+                      {"metadata_guarded", m.metadata_guarded}});
+  }
   full["sandbox"] = {{"namespaces", sandbox::namespaces::FlagNames(z.sandbox.ns_flags)},
-                     {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))}};
+                     {"layers", sandbox::ToJson(sandbox::Report(z.sandbox))},
+                     {"mounts", mounts}};
   return full.dump();
 }
 
@@ -628,6 +644,10 @@ int ZygoteMain(int argc, char** argv) {
   z.want_spares = static_cast<size_t>(args.spares);
   z.sandbox.ns_flags = sandbox::namespaces::ParseFlagNames(args.namespaces);
   z.sandbox.limits = args.limits;
+  if (std::string why = mounts::Parse(args.mounts, &z.sandbox.mounts); !why.empty()) {
+    fprintf(stderr, "mcp-exec __zygote: mounts %s\n", why.c_str());
+    return 2;
+  }
   z.output_limits = args.output.ByName();
   z.prefault = static_cast<int>(args.prefault);
   fcntl(z.control, F_SETFD, FD_CLOEXEC);

@@ -1,8 +1,8 @@
 // The escape suite: every tests/escape/*.py snippet, run through the built
-// server over MCP, in three postures, against the expectation in its header
-// (see tests/escape/README.md), once as a one-shot run and once inside a
-// Python session (after a first cell ran there). After each snippet the
-// server must still answer and nothing the snippet started may be left alive.
+// server over MCP, with two host folders mounted, in three postures, against the expectation in its
+// header (see tests/escape/README.md), once as a one-shot run and once inside a Python session
+// (after a first cell ran there). After each snippet the server must still answer and nothing the
+// snippet started may be left alive.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "postures.h"
 #include "process/zygote_args.h"
 #include "server_process.h"
 
@@ -110,16 +111,6 @@ std::vector<Param> Params() {
   return out;
 }
 
-// root: the tests' own (root in CI). container: read-only root, uid 65532,
-// no capabilities, no_new_privs. docker: the same under Docker's default
-// seccomp profile, so no namespace can be made.
-std::vector<std::string> Wrapper(const std::string& posture) {
-  std::string container = std::string(SOURCE_DIR) + "/scripts/container-posture";
-  if (posture == "container") return {container};
-  if (posture == "docker") return {container, NO_NAMESPACES_BIN};
-  return {};
-}
-
 class EscapeTest : public ::testing::TestWithParam<Param> {};
 
 // Every process a run started is gone: the zygote's children are back to
@@ -157,7 +148,10 @@ TEST_P(EscapeTest, Snippet) {
   }
   // Sessions end one second after their last call, so that what a snippet
   // left in its session is gone by the check below.
-  std::map<std::string, std::string> env;
+  // Every snippet runs with two host folders mounted (MCP_EXEC_MOUNTS), at
+  // their host paths in every posture: the fs_mount_* snippets attack them,
+  // and no other layer may be weaker for their being there.
+  std::map<std::string, std::string> env = MountEnv(p.posture);
   if (p.session) env["MCP_EXEC_PY_SESSION_IDLE_S"] = "1";
   ServerProcess s(env, {}, Wrapper(p.posture));
   s.Initialize();
@@ -232,15 +226,6 @@ TEST_P(EscapeTest, Snippet) {
       << "a process started by " << c.name << " outlived its run";
   // The server and the sandbox still work.
   EXPECT_EQ(s.Exec("print('still here')")["stdout"], "still here\n");
-}
-
-// Why the three postures cannot be set up here (root_reason without
-// root; setpriv missing), or nullopt.
-std::optional<std::string> PosturesMissing(const char* root_reason) {
-  if (geteuid() != 0) return std::string(root_reason);
-  if (access("/usr/bin/setpriv", X_OK) != 0)
-    return std::string("setpriv (util-linux) is not installed");
-  return std::nullopt;
 }
 
 // Issue 19, point 15: the recursive removal of a run's directory stopped at

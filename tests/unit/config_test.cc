@@ -1,6 +1,9 @@
 #include "base/config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -189,6 +192,52 @@ TEST(ConfigTest, RequestCapIsDerivedFromCodeAndStdinCaps) {
   EXPECT_EQ(EffectiveMaxRequestBytes(c), 6 * 175 + 64 * 1024);
   c.max_request_bytes = 2048;
   EXPECT_EQ(EffectiveMaxRequestBytes(c), 2048);
+}
+
+// MCP_EXEC_MOUNTS: the syntax, the modes, and what the checks make of it
+// (the folders are this test's own, made under a fresh temporary folder).
+TEST(ConfigTest, MountsAreParsedAndCheckedAgainstTheDisk) {
+  char tmpl[] = "/var/tmp/mcp-exec-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  ASSERT_EQ(mkdir((base + "/in").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((base + "/out").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((base + "/in").c_str(), (base + "/link").c_str()), 0);
+  auto r = Parse(
+      {{"MCP_EXEC_MOUNTS", " " + base + "/link:/data ," + base + "//out/:/results/:rw:exec,"}});
+  ASSERT_TRUE(r.config) << r.error;
+  ASSERT_EQ(r.config->mounts.size(), 2u);
+  EXPECT_EQ(r.config->mounts[0].host, base + "/in");  // canonical: the link resolved
+  EXPECT_EQ(r.config->mounts[0].run, "/data");
+  EXPECT_FALSE(r.config->mounts[0].writable);
+  EXPECT_FALSE(r.config->mounts[0].exec);
+  EXPECT_EQ(r.config->mounts[1].host, base + "/out");
+  EXPECT_EQ(r.config->mounts[1].run, "/results");
+  EXPECT_TRUE(r.config->mounts[1].writable);
+  EXPECT_TRUE(r.config->mounts[1].exec);
+  EXPECT_EQ(mounts::Format(r.config->mounts),
+            base + "/in:/data:ro," + base + "/out:/results:rw:exec");
+  // A read-only folder inside a writable one would be writable where
+  // Landlock grants the host paths; the other way round is fine.
+  r = Parse({{"MCP_EXEC_MOUNTS", base + ":/all:rw," + base + "/in:/data"}});
+  EXPECT_NE(r.error.find("is read-only but lies inside the read-write"), std::string::npos)
+      << r.error;
+  r = Parse({{"MCP_EXEC_MOUNTS", base + ":/all," + base + "/out:/results:rw"}});
+  EXPECT_TRUE(r.config) << r.error;
+  // A folder that holds the runs' directories is refused.
+  r = Parse(
+      {{"MCP_EXEC_MOUNTS", base + "/in:/data"}, {"MCP_EXEC_WORKDIR_ROOT", base + "/in/runs"}});
+  EXPECT_NE(r.error.find("holds MCP_EXEC_WORKDIR_ROOT"), std::string::npos) << r.error;
+  for (const char* bad : {"/a", "/a:/b:ro:rw", "/a:/b:exec:ro", "/a:/b:c:d:e", ":/b"}) {
+    r = Parse({{"MCP_EXEC_MOUNTS", bad}});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_EQ(r.error.rfind("MCP_EXEC_MOUNTS ", 0), 0u) << r.error;
+  }
+  EXPECT_TRUE(Parse({{"MCP_EXEC_MOUNTS", ""}}).config);
+  rmdir((base + "/in").c_str());
+  rmdir((base + "/out").c_str());
+  unlink((base + "/link").c_str());
+  rmdir(base.c_str());
 }
 
 }  // namespace

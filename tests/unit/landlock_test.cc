@@ -31,7 +31,7 @@ class LandlockTest : public ::testing::Test {
         [&] {
           std::string error;
           return sandbox::credentials::ApplyNoNewPrivs(&error) &&
-                 Apply(abi_, {{dir_}, {"/dev/null"}, {"/"}, {}}, &error);
+                 Apply(abi_, {{dir_}, {"/dev/null"}, {"/"}, {}, {}}, &error);
         },
         call);
   }
