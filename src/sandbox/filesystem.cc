@@ -155,11 +155,14 @@ bool MakeParents(const std::string& root, const std::string& path, std::string* 
   return true;
 }
 
-// One host folder (or file) at root + its RUN_PATH.
-bool BindHostFolder(const std::string& root, const mounts::Mount& m, std::string* error) {
+// One host folder (or file), opened before the minimal root was built (a
+// folder under /tmp is hidden by then), at root + its RUN_PATH.
+bool BindHostFolder(const std::string& root, const mounts::Mount& m, int source,
+                    std::string* error) {
   const std::string to = root + m.run;
+  const std::string from = "/proc/self/fd/" + std::to_string(source);
   struct stat st;
-  if (stat(m.host.c_str(), &st) != 0) return Fail(error, "stat " + m.host);
+  if (fstat(source, &st) != 0) return Fail(error, "stat " + m.host);
   if (!MakeParents(root, m.run, error)) return false;
   if (S_ISDIR(st.st_mode) ? mkdir(to.c_str(), 0755) != 0 && errno != EEXIST
                           : !UniqueFd(open(to.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644))) {
@@ -167,7 +170,7 @@ bool BindHostFolder(const std::string& root, const mounts::Mount& m, std::string
   }
   // Not MS_REC: a mount below the folder on the host stays out, as an
   // empty directory.
-  if (mount(m.host.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+  if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Fail(error, "bind " + m.host + " on " + m.run);
   }
   // The bind took the source's flags (read-only since PrepareReadOnly); set
@@ -177,9 +180,7 @@ bool BindHostFolder(const std::string& root, const mounts::Mount& m, std::string
   if (!m.writable) flags |= MS_RDONLY;
   if (mount(nullptr, to.c_str(), nullptr, flags, nullptr) != 0) {
     if (m.writable && errno == EPERM) {
-      *error = m.host +
-               " is read-only where the server runs (mounted read-only by the host or "
-               "the container), so it cannot be rw in runs";
+      *error = ReadOnlyForRw(m.host);
       return false;
     }
     return Fail(error, "remount " + m.run);
@@ -189,6 +190,12 @@ bool BindHostFolder(const std::string& root, const mounts::Mount& m, std::string
 
 }  // namespace
 
+std::string ReadOnlyForRw(const std::string& host) {
+  return host +
+         " is read-only where the server runs (mounted read-only by the host or the container), so "
+         "it cannot be rw in runs";
+}
+
 const char* const kDevices[5] = {"null", "zero", "full", "random", "urandom"};
 const char* const kSystemDirs[8] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"};
 
@@ -197,6 +204,17 @@ bool PrepareMinimalRoot(const std::vector<mounts::Mount>& mounts, std::string* e
   // Built on a tmpfs over /tmp of our own mount namespace (the host's /tmp
   // is untouched), then made the root with pivot_root.
   const std::string root = "/tmp";
+  // The operator's folders, held open (O_PATH) from before the tmpfs below
+  // hides what /tmp holds.
+  std::vector<UniqueFd> sources;
+  for (const mounts::Mount& m : mounts) {
+    sources.emplace_back(open(m.host.c_str(), O_PATH | O_CLOEXEC));
+    if (!sources.back()) {
+      Fail(mount_error, "open " + m.host);
+      *error = *mount_error;
+      return false;
+    }
+  }
   if (mount("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) {
     return Fail(error, "mount(tmpfs, " + root + ")");
   }
@@ -232,8 +250,8 @@ bool PrepareMinimalRoot(const std::vector<mounts::Mount>& mounts, std::string* e
   if (!MakeDev(root, error)) return false;
   if (mkdir((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "mkdir /tmp");
   if (chmod((root + "/tmp").c_str(), 01777) != 0) return Fail(error, "chmod /tmp");
-  for (const mounts::Mount& m : mounts) {
-    if (!BindHostFolder(root, m, mount_error)) {
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    if (!BindHostFolder(root, mounts[i], sources[i].get(), mount_error)) {
       *error = *mount_error;
       return false;
     }

@@ -34,6 +34,10 @@ extern const char* const kSystemDirs[8];
 bool PrepareMinimalRoot(const std::vector<mounts::Mount>& mounts, std::string* error,
                         std::string* mount_error);
 
+// Why a folder MCP_EXEC_MOUNTS wants rw cannot be: the host mounted it
+// read-only.
+std::string ReadOnlyForRw(const std::string& host);
+
 // Runner, first process of its own pid and mount namespaces: a /proc of its
 // own (only its processes), with what tells about the host masked.
 bool MountRunProc(std::string* error);

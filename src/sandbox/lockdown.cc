@@ -122,6 +122,15 @@ void PrepareLate(Sandbox* sb) {
     return;
   }
   sb->readable = ReadableByRuns(*sb);
+  // Runs will write in the rw folders where the host has them: one the host
+  // mounted read-only is refused as the bind would be.
+  for (const mounts::Mount& m : sb->mounts) {
+    struct statvfs st {};
+    if (m.writable && statvfs(m.host.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) {
+      sb->mounts_error = filesystem::ReadOnlyForRw(m.host);
+      break;
+    }
+  }
   // No mount namespace of ours, but the host may have made / read-only
   // (docker run --read-only): that holds just the same.
   struct statvfs st;
@@ -190,10 +199,7 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
 std::vector<MountView> Mounts(const Sandbox& sb) {
   std::vector<MountView> out;
   for (const mounts::Mount& m : sb.mounts) {
-    MountView v{};
-    v.host = m.host;
-    v.writable = m.writable;
-    v.exec = m.exec;
+    MountView v{m.run, m.host, m.writable, m.exec, "", true};
     if (sb.mounts_bound) {
       v.path = m.run;
       v.how = std::string("bind mount at ") + m.run + ", nodev, nosuid" +

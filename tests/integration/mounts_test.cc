@@ -92,6 +92,25 @@ TEST(MountsTest, DataInResultsOutAndASessionInEveryPosture) {
   }
 }
 
+// A host folder under /tmp: the zygote's minimal root is built on a tmpfs
+// over /tmp, which hid the folder from the bind made after it.
+TEST(MountsTest, AFolderUnderTmpIsBoundToo) {
+  if (geteuid() != 0) GTEST_SKIP() << "the root posture needs root";
+  char tmpl[] = "/tmp/mounts-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  chmod(dir.c_str(), 0755);
+  WriteFile(dir + "/hello.txt", "hello from /tmp\n");
+  {
+    ServerProcess s({{"MCP_EXEC_MOUNTS", dir + ":/data"}});
+    s.Initialize();
+    json out = s.Exec("print(open('/data/hello.txt').read(), end='')");
+    EXPECT_EQ(out["stdout"], "hello from /tmp\n") << out.dump() << s.Stderr();
+  }
+  unlink((dir + "/hello.txt").c_str());
+  rmdir(dir.c_str());
+}
+
 // A file a run writes into a read-write folder is bounded like any other of
 // its files (RLIMIT_FSIZE: MCP_EXEC_DISK_LIMIT_MB), and the result says so.
 TEST(MountsTest, AWriteIntoTheHostFolderIsBoundedByTheFileSizeLimit) {
@@ -152,6 +171,27 @@ TEST(MountsTest, EveryBadValueIsRefusedAtStartWithItsReason) {
   ServerProcess flag({}, {"--mounts", data + ":/tmp/x"});
   EXPECT_EQ(flag.Wait(30000), 1);
   EXPECT_NE(flag.Stderr().find("--mounts"), std::string::npos) << flag.Stderr();
+}
+
+// rw on a folder the container mounted read-only (docker run -v ...:ro)
+// cannot hold: the server says so at start instead of serving a folder that
+// is not what the operator asked for.
+TEST(MountsTest, RwOnAFolderTheContainerMountedReadOnlyStopsTheServer) {
+  if (auto why = PosturesMissing("the postures need root")) GTEST_SKIP() << *why;
+  PrepareMountFixture();
+  const std::string results = kMountBase + "/results";
+  for (const char* posture : {"container", "docker"}) {
+    SCOPED_TRACE(posture);
+    ServerProcess s({{"CONTAINER_POSTURE_VOLUMES", results + ":" + results + ":ro"},
+                     {"MCP_EXEC_MOUNTS", results + ":" + results + ":rw"}},
+                    {}, Wrapper(posture));
+    EXPECT_NE(s.Wait(60000), 0);
+    EXPECT_NE(s.Stderr().find("MCP_EXEC_MOUNTS: " + results +
+                              " is read-only where the server runs (mounted read-only by the "
+                              "host or the container), so it cannot be rw in runs"),
+              std::string::npos)
+        << s.Stderr();
+  }
 }
 
 }  // namespace
