@@ -6,7 +6,7 @@
 //   (cd tests/client && npm ci)   # the SDK, pinned once for tests and bench
 //   node bench/bench.mjs [--n-mcp=30] [--n-ref=10] [--warmup=3] [--mem-sessions=4]
 //                        [--conc-calls=200] [--conc-max-s=20] [--conc-levels=1,2,4,8]
-//                        [--only=print,pandas,session_print,session_memory,concurrency,preload,eras]
+//                        [--only=print,pandas,session_print,session_memory,concurrency,preload,eras,mounts]
 //                        [--quick] [--plot] [--json-out=FILE]
 //
 // The same settings can come from BENCH_N_MCP, BENCH_N_REF, BENCH_WARMUP,
@@ -36,6 +36,10 @@
 // pinned to 2026-07-28, over stdio and streamable HTTP, and the v2 client's
 // connect over stdio in legacy and auto mode.
 //
+// Then the user's data (`mounts`, bench/mounts.mjs): a 70 KB CSV read with
+// pandas from a read-only host folder (MCP_EXEC_MOUNTS) against the same CSV
+// passed in `files`, alternating on one server.
+//
 // --quick: tiny counts (n-mcp 3, n-ref 1, warm-up 0, 2 sessions for memory,
 // 20 calls per concurrency level, 5 s per level at most) unless given as
 // flags, to prove the whole bench works end to end (CI). --json-out=FILE
@@ -53,6 +57,7 @@ import { parseArgs } from 'node:util';
 
 import { connectHttpClient, connectMcpExec, serverBin, startHttpServer } from '../tests/client/mcp_client.mjs';
 import { printEras, runEras } from './eras.mjs';
+import { printMounts, runMounts } from './mounts.mjs';
 import { childrenOf, descendantsOf, findZygote, processTable, pssKiB } from './procfs.mjs';
 
 const REFERENCE_PYTHON = '/usr/bin/python3';
@@ -164,6 +169,8 @@ const SESSION_MEMORY = 'session_memory';
 const CONCURRENCY = 'concurrency';
 // The protocol eras side by side (bench/eras.mjs): its own name for --only.
 const ERAS = 'eras';
+// A CSV from a host folder against the same in `files` (bench/mounts.mjs).
+const MOUNTS = 'mounts';
 
 // An operator's own package (MCP_EXEC_PRELOAD): imported cold in every run on
 // a default server, against already imported on a server that preloads it.
@@ -207,11 +214,12 @@ function settings() {
   let concurrency = true;
   let preload = true;
   let eras = true;
+  let mounts = true;
   if (values.only) {
     const keep = values.only.split(',');
     const known = [...SNIPPETS, ...SESSION_SCENARIOS]
       .map((s) => s.name)
-      .concat(SESSION_MEMORY, CONCURRENCY, PRELOAD, ERAS);
+      .concat(SESSION_MEMORY, CONCURRENCY, PRELOAD, ERAS, MOUNTS);
     const unknown = keep.filter((k) => !known.includes(k));
     if (unknown.length) throw new Error(`--only: unknown snippet ${unknown.join(', ')}`);
     sessions = SESSION_SCENARIOS.filter((s) => keep.includes(s.name));
@@ -219,6 +227,7 @@ function settings() {
     concurrency = keep.includes(CONCURRENCY);
     preload = keep.includes(PRELOAD);
     eras = keep.includes(ERAS);
+    mounts = keep.includes(MOUNTS);
     const oneShots = keep.concat(sessions.map((s) => s.oneShot));
     SNIPPETS.splice(0, SNIPPETS.length, ...SNIPPETS.filter((s) => oneShots.includes(s.name)));
   }
@@ -250,6 +259,7 @@ function settings() {
     concurrency,
     preload,
     eras,
+    mounts,
   };
 }
 
@@ -921,6 +931,8 @@ async function main() {
   const preload = opts.preload ? await runPreload(opts) : null;
   const eras = opts.eras ? await runEras({ warmup, n: nMcp, connectRounds: opts.quick ? 1 : 5 }) : null;
   server ??= eras?.server;
+  const mounts = opts.mounts ? await runMounts({ warmup, n: nMcp }) : null;
+  server ??= mounts?.server;
   server ??= serverSeen;
 
   const row = (snippet, side) => rows.find((r) => r.snippet === snippet && r.side === side);
@@ -1023,6 +1035,10 @@ async function main() {
     printEras(eras);
     console.log();
   }
+  if (mounts) {
+    printMounts(mounts);
+    console.log();
+  }
   const cpus = os.cpus();
   const summary = {
     date: new Date().toISOString(),
@@ -1054,6 +1070,7 @@ async function main() {
     lockdown_ahead: lockdownAhead,
     preload,
     eras: eras && { rows: eras.rows, raw: eras.raw, connect: eras.connect },
+    mounts: mounts && { ...mounts, server: undefined },
     concurrency: concurrency && {
       snippet: CONCURRENT_CALL.code.trim(),
       levels: opts.concLevels,

@@ -6,6 +6,7 @@
 //   MCP_EXEC_PODMAN_ARGS   the harness's own flags (tests/image/posture.mjs)
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 
@@ -208,6 +209,58 @@ describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) in the READM
     const exited = exitOf(conn.transport);
     conn.transport._process.stdin.end();
     assert.deepEqual(await exited, { code: 0, signal: null }, conn.serverLog());
+  });
+});
+
+describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) with the user's folders (README: -v ... -e MCP_EXEC_MOUNTS=...)`, () => {
+  // The README's one-line form, a project folder read-only at /data, and a
+  // results folder read-write at /results, the same path on both sides.
+  let conn, data, results;
+  const name = containerName('mounts');
+  before(async () => {
+    data = mkdtempSync('/var/tmp/mcp-exec-image-data-');
+    results = mkdtempSync('/var/tmp/mcp-exec-image-results-');
+    chmodSync(data, 0o755);
+    chmodSync(results, 0o777);  // the server's uid in the container is 65532
+    writeFileSync(`${data}/sales.csv`, 'region,amount\nnorth,10\nsouth,32\nnorth,5\n');
+    chmodSync(`${data}/sales.csv`, 0o666);  // only the mount may refuse a write
+    conn = await connectMcpExec({
+      command: 'podman',
+      args: stdioArgs(name, [
+        '-v', `${data}:/data:ro`, '-v', `${results}:/results`,
+        '-e', 'MCP_EXEC_MOUNTS=/data:/data:ro,/results:/results:rw',
+      ]),
+      timeoutMs: 120_000,
+    });
+  });
+  after(async () => {
+    await conn?.client.close();
+    spawnSync('podman', ['rm', '-f', '--ignore', name]);
+    rmSync(data, { recursive: true, force: true });
+    rmSync(results, { recursive: true, force: true });
+  });
+
+  it('names the folders in the tool description', async () => {
+    const { tools } = await conn.client.listTools();
+    const desc = tools.find((t) => t.name === 'exec').description;
+    assert.match(desc, /`\/data` \(read-only\): the user's files/, desc);
+    assert.match(desc, /`\/results` \(read-write\): the user's files, and what you write there lands on the user's disk/, desc);
+  });
+
+  it('reads a CSV from /data with pandas, refuses a write there, and writes a result to the host', async () => {
+    const code = [
+      'import pandas as pd',
+      'df = pd.read_csv("/data/sales.csv")',
+      'print(df.groupby("region").amount.sum().to_dict())',
+      'try:',
+      '    open("/data/sales.csv", "a")',
+      'except OSError as e:',
+      '    print("read-only:", e.strerror)',
+      'df.groupby("region").amount.sum().to_csv("/results/by_region.csv")',
+    ].join('\n');
+    const { out } = ok(await call(conn.client, { code }));
+    assert.equal(out.stdout, "{'north': 15, 'south': 32}\nread-only: Read-only file system\n", brief(out));
+    assert.equal(readFileSync(`${results}/by_region.csv`, 'utf8'), 'region,amount\nnorth,15\nsouth,32\n');
   });
 });
 
