@@ -265,8 +265,9 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
        "in "
        "it can change what its later calls do and return, so call with reset after running "
        "code or data you do not trust.";
-  const nlohmann::json mounts =
-      rt.sandbox.is_object() ? rt.sandbox.value("mounts", nlohmann::json::array()) : nlohmann::json::array();
+  const nlohmann::json mounts = rt.sandbox.is_object()
+                                    ? rt.sandbox.value("mounts", nlohmann::json::array())
+                                    : nlohmann::json::array();
   if (!mounts.empty()) {
     o << " The user's folders, the same in every run and session:";
     for (size_t i = 0; i < mounts.size(); ++i) {
