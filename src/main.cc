@@ -45,13 +45,18 @@ void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
               {{"variable", "MCP_EXEC_PYTHON"},
                {"why", "the interpreter is embedded; runs use Python " + runtime.python_version}});
   }
-  for (const auto& m : runtime.sandbox.value("mounts", nlohmann::json::array())) {
-    if (m.value("host_path", "") != m.value("path", "")) continue;
-    if (!m.value("metadata_guarded", true)) {
+  // A read-only folder whose chmod and utime only the files' ownership
+  // guards (no mount namespace, and the host's mount is writable).
+  try {
+    for (const auto& m : runtime.sandbox.value("mounts", nlohmann::json::array())) {
+      if (m.value("metadata_guarded", true)) continue;
       log::Warn("mount_metadata", {{"variable", "MCP_EXEC_MOUNTS"},
                                    {"path", m.value("path", "")},
                                    {"why", m.value("how", "")}});
     }
+  } catch (const nlohmann::json::exception& e) {
+    log::Warn("mount_report",
+              {{"why", std::string("the zygote's report of the mounts: ") + e.what()}});
   }
   if (config.default_timeout_s > config.max_timeout_s) {
     log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
