@@ -1,5 +1,5 @@
-// The escape suite (tests/escape/*.py) inside the real image, run as the
-// README runs it (read-only root, no capabilities, no_new_privs, uid 65532,
+// The escape suite (tests/escape/*.py) inside the real image, with two host
+// folders mounted (MCP_EXEC_MOUNTS), run as the README runs it (read-only root, no capabilities, no_new_privs, uid 65532,
 // the runtime's default seccomp profile, --memory 256m --pids-limit 128
 // --cpus 1), with the image's own Python (3.11 on bookworm, 3.13 on trixie)
 // running every snippet. The server adapts to what the container allows
@@ -11,7 +11,7 @@
 // after a run, as the host sees them) stays with that harness.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -71,6 +71,40 @@ function check(c, out) {
   }
 }
 
+// The host folders every snippet runs with, as the host harness mounts them
+// (tests/integration/postures.h, PrepareMountFixture: the fs_mount_*
+// snippets know these paths): data/ read-only and results/ read-write, at
+// the same path in the container and in runs; secret/ beside them in no
+// volume. The link to the server's binary points at secret/ here: the
+// image's binary is under /usr, which runs may read.
+const MOUNT_BASE = '/var/tmp/mcp-exec-test-mounts';
+function mountFixture() {
+  for (const d of ['', '/data', '/data/sub', '/results', '/secret']) {
+    mkdirSync(MOUNT_BASE + d, { recursive: true });
+    chmodSync(MOUNT_BASE + d, d === '/secret' || d === '' ? 0o755 : 0o1777);
+  }
+  let csv = 'city,year,rain_mm\n';
+  for (let i = 0; i < 2000; i++) csv += `city${i % 40},${1990 + (i % 30)},${i % 97}\n`;
+  const files = { '/data/rain.csv': csv, '/data/sub/note.txt': 'a note\n', '/secret/token.txt': 'TOKEN-OUTSIDE-THE-MOUNT\n' };
+  for (const [f, text] of Object.entries(files)) {
+    writeFileSync(MOUNT_BASE + f, text);
+    chmodSync(MOUNT_BASE + f, 0o666);
+  }
+  const links = {
+    link_shadow: '/etc/shadow',
+    link_secret: `${MOUNT_BASE}/secret/token.txt`,
+    link_secret_dir: '../secret',
+    link_server: `${MOUNT_BASE}/secret/token.txt`,
+  };
+  for (const [name, target] of Object.entries(links)) {
+    rmSync(`${MOUNT_BASE}/data/${name}`, { force: true });
+    symlinkSync(target, `${MOUNT_BASE}/data/${name}`);
+  }
+  const data = `${MOUNT_BASE}/data`, results = `${MOUNT_BASE}/results`;
+  return ['-v', `${data}:${data}:ro`, '-v', `${results}:${results}`,
+    '-e', `MCP_EXEC_MOUNTS=${data}:${data}:ro,${results}:${results}:rw`];
+}
+
 describe(`the escape suite in ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile), in the real container`, () => {
   let conn;
   let name;
@@ -79,7 +113,7 @@ describe(`the escape suite in ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile), i
     name = `mcp-exec-test-${process.pid}-escape-${n++}`;
     conn = await connectMcpExec({
       command: 'podman',
-      args: ['run', '--rm', '-i', '--name', name, ...POSTURE_ARGS, IMAGE],
+      args: ['run', '--rm', '-i', '--name', name, ...POSTURE_ARGS, ...mountFixture(), IMAGE],
       timeoutMs: 120_000,
     });
   };
