@@ -159,13 +159,18 @@ TEST(MountsTest, EveryBadValueIsRefusedAtStartWithItsReason) {
       {"/:/host", "HOST_PATH / would show /proc of the host"},
       {"/tmp:/scratch", "holds MCP_EXEC_WORKDIR_ROOT /tmp"},
   };
-  for (const auto& [value, reason] : cases) {
-    SCOPED_TRACE(value);
-    ServerProcess s({{"MCP_EXEC_MOUNTS", value}});
-    EXPECT_EQ(s.Wait(30000), 1);
-    const std::string log = s.Stderr();
-    EXPECT_NE(log.find("MCP_EXEC_MOUNTS"), std::string::npos) << log;
-    EXPECT_NE(log.find(reason), std::string::npos) << log;
+  // Refused before the server looks at its posture, in each of them.
+  std::vector<std::string> postures = {"root"};
+  if (!PosturesMissing("")) postures = {"root", "container", "docker"};
+  for (const std::string& posture : postures) {
+    for (const auto& [value, reason] : cases) {
+      SCOPED_TRACE(posture + ": " + value);
+      ServerProcess s({{"MCP_EXEC_MOUNTS", value}}, {}, Wrapper(posture));
+      EXPECT_EQ(s.Wait(30000), 1);
+      const std::string log = s.Stderr();
+      EXPECT_NE(log.find("MCP_EXEC_MOUNTS"), std::string::npos) << log;
+      EXPECT_NE(log.find(reason), std::string::npos) << log;
+    }
   }
   // The flag is named when the flag set it.
   ServerProcess flag({}, {"--mounts", data + ":/tmp/x"});
