@@ -108,6 +108,21 @@ std::vector<std::string> ReadableByRuns(const Sandbox& sb) {
 
 }  // namespace
 
+namespace {
+
+bool OnReadOnlyMount(const std::string& path) {
+  struct statvfs st {};
+  return statvfs(path.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY);
+}
+
+// Where runs find a host folder: its RUN_PATH where the zygote bound it,
+// else where the host has it.
+const std::string& RunsFindAt(const Sandbox& sb, const mounts::Mount& m) {
+  return sb.mounts_bound ? m.run : m.host;
+}
+
+}  // namespace
+
 void PrepareLate(Sandbox* sb) {
   if (sb->ns_flags & CLONE_NEWNS) {
     sb->readonly_root = filesystem::PrepareReadOnly(&sb->readonly_error);
@@ -125,8 +140,7 @@ void PrepareLate(Sandbox* sb) {
   // Runs will write in the rw folders where the host has them: one the host
   // mounted read-only is refused as the bind would be.
   for (const mounts::Mount& m : sb->mounts) {
-    struct statvfs st {};
-    if (m.writable && statvfs(m.host.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) {
+    if (m.writable && OnReadOnlyMount(m.host)) {
       sb->mounts_error = filesystem::ReadOnlyForRw(m.host);
       break;
     }
@@ -199,17 +213,13 @@ std::vector<LayerStatus> Report(const Sandbox& sb) {
 std::vector<MountView> Mounts(const Sandbox& sb) {
   std::vector<MountView> out;
   for (const mounts::Mount& m : sb.mounts) {
-    MountView v{m.run, m.host, m.writable, m.exec, "", true};
+    MountView v{RunsFindAt(sb, m), m.host, m.writable, m.exec, "", true};
     if (sb.mounts_bound) {
-      v.path = m.run;
       v.how = std::string("bind mount at ") + m.run + ", nodev, nosuid" +
               (m.exec ? "" : ", noexec") + (m.writable ? "" : ", read-only (EROFS)");
     } else {
       // No mount namespace: the folder is where the host has it.
-      v.path = m.host;
-      struct statvfs st {};
-      v.metadata_guarded =
-          m.writable || (statvfs(m.host.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY));
+      v.metadata_guarded = m.writable || OnReadOnlyMount(m.host);
       v.how = sb.landlock_abi > 0
                   ? std::string("no mount namespace: Landlock grants it at its host path") +
                         (m.writable ? ": read and write files and folders, no devices, fifos, "
@@ -242,7 +252,10 @@ UniqueFd PrepareLandlock(const Sandbox& sb, std::string* error) {
   rules.writable = {"/dev/shm"};
   for (const char* dev : filesystem::kDevices) rules.devices.push_back(std::string("/dev/") + dev);
   rules.readable = sb.readable;
-  for (const MountView& m : Mounts(sb)) rules.granted.push_back({m.path, m.writable, m.exec});
+  // Every runner adds these: the paths only, not the report's words.
+  for (const mounts::Mount& m : sb.mounts) {
+    rules.granted.push_back({RunsFindAt(sb, m), m.writable, m.exec});
+  }
   // In the minimal root there is nothing but system folders to list.
   // Elsewhere /proc may be listed (pids are no secret: kill(pid, 0) finds
   // them too), but of its files only the run's own may be read.
