@@ -483,8 +483,12 @@ def _is_pil_image(obj):
 # canvas of a huge figure would not fit in the run's memory, and no model
 # needs more to see a plot.
 _MAX_FIGURE_PIXELS = 4_000_000
-# The longest side an image may have (results.cc drops a PNG past it).
-_MAX_IMAGE_SIDE = 8000
+
+
+def _max_side():
+    """The longest side an image may have (MCP_EXEC_MAX_IMAGE_SIDE; results.cc
+    drops a PNG past it)."""
+    return _limits.get("max_image_side", 2000)
 
 
 def _show_figure(fig):
@@ -494,7 +498,9 @@ def _show_figure(fig):
     pixels = width * height * dpi * dpi
     if pixels > _MAX_FIGURE_PIXELS:
         dpi *= (_MAX_FIGURE_PIXELS / pixels) ** 0.5
-    dpi = min(dpi, (_MAX_IMAGE_SIDE - 1) / max(width, height, 1e-9))
+    # savefig rounds width x dpi: one pixel of room keeps the longer side
+    # within the bound, and the aspect ratio is the figure's.
+    dpi = min(dpi, (_max_side() - 1) / max(width, height, 1e-9))
 
     def render(scale):
         buf = io.BytesIO()
@@ -505,7 +511,7 @@ def _show_figure(fig):
 
 
 def _show_pil(img):
-    fit = min(1.0, _MAX_IMAGE_SIDE / max(img.width, img.height, 1))
+    fit = min(1.0, _max_side() / max(img.width, img.height, 1))
 
     def render(scale):
         scale *= fit

@@ -180,6 +180,11 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_MAX_IMAGE_BYTES", "--max-image-bytes", Default(&Config::max_image_bytes), "bytes",
        "PNG size of one image; a larger figure is scaled down to fit",
        IntField(&Config::max_image_bytes, 1024, 16 * kMiB)},
+      {"MCP_EXEC_MAX_IMAGE_SIDE", "--max-image-side", Default(&Config::max_image_side), "pixels",
+       "the longer side of an image; a larger figure or PIL image is scaled down to it, its "
+       "aspect ratio kept (clients refuse images past 2000 px a side when a request holds many, "
+       "and past 8000 px always)",
+       IntField(&Config::max_image_side, 64, 8000)},
       {"MCP_EXEC_MAX_OUT_FILES", "--max-out-files", Default(&Config::max_out_files), "files",
        "files a run returns from out/ in its working directory",
        IntField(&Config::max_out_files, 0, 1000)},

@@ -44,6 +44,7 @@ struct Config {
   int64_t tail_bytes = 4096;  // of a stream that lost bytes to the cap
   int64_t max_images = 8;
   int64_t max_image_bytes = 1048576;
+  int64_t max_image_side = 2000;  // pixels on an image's longer side
   int64_t max_out_files = 16;
   int64_t max_out_bytes = 8388608;   // all out/ files of a run together
   int64_t max_result_bytes = 16384;  // the repr of the last expression

@@ -30,7 +30,7 @@ constexpr int kZygotePidsCgroupFd = 5;    // the runs' pids cgroup parent (v1), 
 // gets them by name), and the supervisor enforces them on what it reads.
 struct OutputLimits {
   int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
-          max_result_bytes = 0;
+          max_result_bytes = 0, max_image_side = 0;
   // The most the supervisor keeps of a results pipe: every bound plus room
   // for the records' headers.
   int64_t KeepBytes() const;

@@ -19,9 +19,6 @@ namespace {
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxOmittedListed = 100;
 constexpr char kPngMagic[] = "\x89PNG\r\n\x1a\n";
-// The most pixels an image side may have: past it, clients refuse the image
-// (Anthropic's API at 8000) and a decoder would hold width x height pixels.
-constexpr uint32_t kMaxImageSide = 8000;
 
 // Header fields as the run wrote them: of the wrong type, the default
 // (nlohmann's value() would throw).
@@ -65,7 +62,8 @@ bool IsOmittedWhy(const std::string& why) {
 }
 
 ResultLimits ResultLimitsFor(const Config& c) {
-  return {c.max_images, c.max_image_bytes, c.max_out_files, c.max_out_bytes, c.max_result_bytes};
+  return {c.max_images,    c.max_image_bytes,  c.max_out_files,
+          c.max_out_bytes, c.max_result_bytes, c.max_image_side};
 }
 
 bool ResultsReader::Read(int fd) {
@@ -91,10 +89,13 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
                          RunOutcome* out, int64_t* out_bytes) const {
   const auto size = static_cast<int64_t>(payload.size());
   if (kind == "image") {
-    // The bytes decide, not the label: a PNG whose header says it fits.
+    // The bytes decide, not the label: a PNG whose header says it fits
+    // (the runtime scales every image to max_image_side; past it, clients
+    // refuse the image and a decoder would hold width x height pixels).
     uint32_t width = 0, height = 0;
+    const auto side = static_cast<uint32_t>(limits_.max_image_side);
     bool png = StrOf(header, "mimeType") == "image/png" && PngSize(payload, &width, &height) &&
-               width >= 1 && height >= 1 && width <= kMaxImageSide && height <= kMaxImageSide;
+               width >= 1 && height >= 1 && width <= side && height <= side;
     if (!png || size > limits_.max_image_bytes ||
         static_cast<int64_t>(out->images.size()) >= limits_.max_images) {
       ++out->images_omitted;

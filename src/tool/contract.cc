@@ -246,8 +246,9 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   o << " Besides stdout: the value of a last expression comes back as result (as in a "
        "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
        "image) come back as PNG images (at most "
-    << c.max_images << ", each at most " << c.max_image_bytes
-    << " bytes, scaled down to fit); files the code writes under out/ come back as resources "
+    << c.max_images << ", each at most " << c.max_image_bytes << " bytes and " << c.max_image_side
+    << " px on its longer side, scaled down to fit); files the code writes under out/ come back as "
+       "resources "
        "(at most "
     << c.max_out_files << " files, " << c.max_out_bytes
     << " bytes together); `files` writes input files first (at most " << c.max_in_files

@@ -35,6 +35,7 @@ const DEFAULT_ENV = Object.fromEntries(
     'MCP_EXEC_TAIL_BYTES',
     'MCP_EXEC_MAX_IMAGES',
     'MCP_EXEC_MAX_IMAGE_BYTES',
+    'MCP_EXEC_MAX_IMAGE_SIDE',
     'MCP_EXEC_MAX_OUT_FILES',
     'MCP_EXEC_MAX_OUT_BYTES',
     'MCP_EXEC_MAX_RESULT_BYTES',
@@ -52,6 +53,7 @@ const MAX_OUTPUT_BYTES = 1_048_576;
 const TAIL_BYTES = 4096;
 const MAX_IMAGES = 8;
 const MAX_IMAGE_BYTES = 1_048_576;
+const MAX_IMAGE_SIDE = 2000;
 const MAX_RESULT_BYTES = 16_384;
 const MAX_IN_BYTES = 4_194_304;
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -181,6 +183,10 @@ const CODE = {
     'import matplotlib.pyplot as plt\nimport numpy as np\nfig = plt.figure(figsize=(40,40), dpi=200)\nplt.imshow(np.random.rand(2000,2000))',
   hugeDisplayed:
     'import matplotlib.pyplot as plt\nimport numpy as np\nfig = plt.figure(figsize=(40,40), dpi=200)\nplt.imshow(np.random.rand(2000,2000))\ndisplay(fig)',
+  // 12000x1600 px at its own size: the longer side is the bound's.
+  wideFigure:
+    'import matplotlib.pyplot as plt\nfig = plt.figure(figsize=(60, 8), dpi=200)\nplt.plot(range(100))\nplt.show()',
+  widePil: 'from PIL import Image\ndisplay(Image.new("RGB", (3000, 1000), "blue"))',
   // 800x800 RGB noise: ~1.9 MB as PNG, past the 1 MiB image bound.
   noisyPil:
     'import numpy as np\nfrom PIL import Image\ndisplay(Image.fromarray((np.random.rand(800,800,3)*255).astype("uint8")))',
@@ -367,6 +373,25 @@ for (const { label, connect, closed } of TRANSPORTS) {
         assert.equal(out.images_omitted, 30 - MAX_IMAGES);
       });
     }
+
+    it('a 60x8-inch figure at dpi 200 comes back within 2000 px, its aspect ratio kept', async () => {
+      const { out, extra } = ok(await call(ctx, { code: CODE.wideFigure }));
+      assert.equal(out.exit_code, 0, out.stderr);
+      const images = pngImages(extra);
+      assert.equal(images.length, 1, `one image item: ${brief(out)}`);
+      const { width, height } = images[0];
+      assert.ok(width <= MAX_IMAGE_SIDE && height <= MAX_IMAGE_SIDE, `${width}x${height}`);
+      assert.ok(width >= MAX_IMAGE_SIDE - 2, `as large as the bound lets it be: ${width}x${height}`);
+      assert.ok(Math.abs(width / height - 60 / 8) < 0.05, `aspect ratio 7.5: ${width}x${height}`);
+    });
+
+    it('display() of a 3000x1000 PIL image comes back 2000x666', async () => {
+      const { out, extra } = ok(await call(ctx, { code: CODE.widePil }));
+      assert.equal(out.exit_code, 0, out.stderr);
+      const images = pngImages(extra);
+      assert.equal(images.length, 1, `one image item: ${brief(out)}`);
+      assert.deepEqual([images[0].width, images[0].height], [2000, 666]);
+    });
 
     it('an image past MCP_EXEC_MAX_IMAGE_BYTES is scaled down, not dropped', async () => {
       const { out, extra } = ok(await call(ctx, { code: CODE.noisyPil }));
