@@ -630,10 +630,36 @@ def _walk_out(workdir, unreadable):
                 yield os.path.relpath(path, workdir), st
 
 
+def _send_link(workdir, rel, size):
+    """Streams a file too big to embed to the supervisor, which keeps it in
+    its resource store (a resource_link in the result): the frame says its
+    size at the start, so exactly that many bytes follow (zeros past an end
+    the code moved meanwhile)."""
+    fd = os.open(os.path.join(workdir, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        head = json.dumps({"kind": "file", "path": rel, "link": True}).encode()
+        _write_all(struct.pack("<II", len(head), size) + head)
+        left = size
+        while left:
+            chunk = os.read(fd, min(left, 1 << 20)) or bytes(min(left, 1 << 20))
+            _write_all(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+
+
+def _write_all(data):
+    data = memoryview(data)
+    while data:
+        data = data[os.write(_results_fd, data):]
+
+
 def _send_out_files(workdir, only=None):
-    """Sends the regular files under out/ (those in `only`, when given).
-    What cannot come back is listed with why: count, bytes, name (not UTF-8,
-    or holding control or bidi characters), unreadable (no permission)."""
+    """Sends the regular files under out/ (those in `only`, when given):
+    embedded while they fit in max_out_bytes together, the rest as links
+    (up to max_link_bytes together). What cannot come back is listed with
+    why: count, bytes, name (not UTF-8, or holding control or bidi
+    characters), unreadable (no permission)."""
     unreadable = []
     found = [(rel, st.st_size) for rel, st in _walk_out(workdir, unreadable)
              if only is None or rel in only]
@@ -641,6 +667,7 @@ def _send_out_files(workdir, only=None):
                for rel in unreadable if only is None or rel in only]
     max_files = _limits["max_out_files"]
     room = _limits["max_out_bytes"]
+    link_room = _limits.get("max_link_bytes", 0)
     sent = 0
     for rel, size in found:
         if _escape_name(rel) != rel:
@@ -648,6 +675,16 @@ def _send_out_files(workdir, only=None):
             continue
         if sent >= max_files:
             omitted.append({"path": rel, "bytes": size, "why": "count"})
+            continue
+        if size > room and 0 < size <= link_room and size < (1 << 32) and _results_fd >= 0:
+            try:
+                _send_link(workdir, rel, size)
+            except OSError:
+                if _results_fd >= 0:
+                    omitted.append({"path": rel, "bytes": size, "why": "unreadable"})
+                continue
+            link_room -= size
+            sent += 1
             continue
         if size > room:
             omitted.append({"path": rel, "bytes": size, "why": "bytes"})

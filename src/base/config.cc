@@ -194,6 +194,15 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_MAX_RESULT_BYTES", "--max-result-bytes", Default(&Config::max_result_bytes),
        "bytes", "the repr of the code's last expression, returned as result",
        IntField(&Config::max_result_bytes, 0, 16 * kMiB)},
+      {"MCP_EXEC_RESOURCE_TTL_S", "--resource-ttl-s", Default(&Config::resource_ttl_s), "seconds",
+       "how long resources/read serves what a run left as a resource_link (an out/ file too big "
+       "to embed, the whole of a stream that passed the output budget)",
+       IntField(&Config::resource_ttl_s, 10, 7 * 86400)},
+      {"MCP_EXEC_RESOURCE_STORE_MB", "--resource-store-mb", Default(&Config::resource_store_mb),
+       "MiB",
+       "disk for those resources together, in a folder under MCP_EXEC_WORKDIR_ROOT removed at "
+       "shutdown; the oldest go first to make room; 0: none are kept (such files are omitted)",
+       IntField(&Config::resource_store_mb, 0, 1048576)},
       {"MCP_EXEC_MAX_IN_FILES", "--max-in-files", Default(&Config::max_in_files), "files",
        "files a call may pass in `files`", IntField(&Config::max_in_files, 0, 10000)},
       {"MCP_EXEC_MAX_IN_BYTES", "--max-in-bytes", Default(&Config::max_in_bytes), "bytes",

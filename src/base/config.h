@@ -48,6 +48,8 @@ struct Config {
   int64_t max_out_files = 16;
   int64_t max_out_bytes = 8388608;   // all out/ files of a run together
   int64_t max_result_bytes = 16384;  // the repr of the last expression
+  int64_t resource_ttl_s = 900;      // links to what runs leave (ResourceStore)
+  int64_t resource_store_mb = 1024;
   // The caller's input files.
   int64_t max_in_files = 64;
   int64_t max_in_bytes = 4194304;  // all of them together, decoded

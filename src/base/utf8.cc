@@ -97,4 +97,20 @@ std::string_view Utf8Tail(std::string_view in, size_t max) {
   return tail.substr(skip);
 }
 
+std::string UriPathEscape(std::string_view path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : path) {
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 0xF];
+    }
+  }
+  return out;
+}
+
 }  // namespace mcpexec

@@ -23,4 +23,9 @@ std::string_view Utf8Tail(std::string_view in, size_t max);
 // controls and marks, U+2028/U+2029) \uNNNN. Anything else is kept.
 std::string EscapeName(std::string_view in);
 
+// A path as a URI's path (RFC 3986): every byte but the unreserved ones and
+// the slashes percent-encoded, so that it decodes to the path and to nothing
+// else (a name holding %2e%2e%2f, ?, #, spaces or newlines).
+std::string UriPathEscape(std::string_view path);
+
 }  // namespace mcpexec

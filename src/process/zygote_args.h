@@ -31,6 +31,9 @@ constexpr int kZygotePidsCgroupFd = 5;    // the runs' pids cgroup parent (v1), 
 struct OutputLimits {
   int64_t max_images = 0, max_image_bytes = 0, max_out_files = 0, max_out_bytes = 0,
           max_result_bytes = 0, max_image_side = 0;
+  // out/ files past max_out_bytes come back as links to the resource
+  // store, up to this many bytes together (0: none, they are omitted).
+  int64_t max_link_bytes = 0;
   // The most the supervisor keeps of a results pipe: every bound plus room
   // for the records' headers.
   int64_t KeepBytes() const;

@@ -149,7 +149,9 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
               {{"protocol_version", version},
                {"client", client.is_object() ? client.value("name", json("")) : json("")}});
     json result = {{"protocolVersion", version},
-                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"capabilities",
+                    {{"tools", {{"listChanged", false}}},
+                     {"resources", {{"listChanged", false}, {"subscribe", false}}}}},
                    {"serverInfo", stateless::ServerInfo()}};
     std::string instructions = backend_.Instructions();
     if (!instructions.empty()) result["instructions"] = std::move(instructions);
@@ -173,6 +175,12 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
     StartToolCall(id, params);
     return;
   }
+  // Resources are the links calls hand out: none is listed.
+  if (method == "resources/list") return send_(jsonrpc::Result(id, {{"resources", json::array()}}));
+  if (method == "resources/templates/list") {
+    return send_(jsonrpc::Result(id, {{"resourceTemplates", json::array()}}));
+  }
+  if (method == "resources/read") return ReadResource(id, params, false);
   send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
 }
 
@@ -199,8 +207,9 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
     return cached(std::move(result));
   }
   if (method == "tools/list") return cached({{"tools", json::array({backend_.ToolDescriptor()})}});
-  // This server has no prompts and no resources: empty lists, and an
-  // unknown name (-32602) for any one asked for.
+  // This server has no prompts, and lists no resources (those it serves are
+  // the links its calls hand out): empty lists, and an unknown name
+  // (-32602) for any prompt asked for.
   if (method == "prompts/list") return cached({{"prompts", json::array()}});
   if (method == "resources/list") return cached({{"resources", json::array()}});
   if (method == "resources/templates/list") return cached({{"resourceTemplates", json::array()}});
@@ -208,10 +217,7 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
     return send_(
         jsonrpc::Error(id, jsonrpc::kInvalidParams, "unknown prompt: this server has none"));
   }
-  if (method == "resources/read") {
-    return send_(jsonrpc::Error(id, jsonrpc::kInvalidParams,
-                                "resource not found: this server has no resources to read"));
-  }
+  if (method == "resources/read") return ReadResource(id, params, true);
   if (method == "subscriptions/listen") return StartListen(id);
   StartToolCall(id, params, true);
 }
@@ -241,6 +247,33 @@ void McpSession::EndListens() {
     send_(jsonrpc::Result(
         id, stateless::Complete({{"_meta", {{stateless::kMetaSubscriptionId, id}}}})));
   }
+}
+
+// The error for a URI that names nothing: -32002 in the 2025 era (its
+// "resource not found"), -32602 in 2026-07-28 (which dropped that code).
+void McpSession::ReadResource(const json& id, const json& params, bool stateless_era) {
+  const json uri = params.value("uri", json(nullptr));
+  if (!uri.is_string()) {
+    return send_(jsonrpc::Error(id, jsonrpc::kInvalidParams, "params.uri must be a string"));
+  }
+  auto resource = backend_.ReadResource(uri.get<std::string>());
+  if (!resource) {
+    json error = jsonrpc::Error(
+        id, stateless_era ? jsonrpc::kInvalidParams : jsonrpc::kResourceNotFound,
+        "resource not found: " + uri.get<std::string>() +
+            " (a resource lives until its TTL passes or the server restarts; run the code again "
+            "to make it anew)");
+    error["error"]["data"] = {{"uri", uri}};
+    return send_(error);
+  }
+  json result = {{"contents", std::move(resource->contents)}};
+  if (resource->meta.is_object() && !resource->meta.empty()) result["_meta"] = resource->meta;
+  if (stateless_era) {
+    // Whoever holds the URI may read it: never shared beyond this client.
+    result = stateless::Complete(
+        stateless::WithCacheHints(std::move(result), resource->ttl_ms, "private"));
+  }
+  send_(jsonrpc::Result(id, result));
 }
 
 void McpSession::HandleNotification(const std::string& method, const json& params) {

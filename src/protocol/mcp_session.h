@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -60,6 +61,15 @@ class ToolBackend {
   // capacity).
   virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                                     const CallContext& context) = 0;
+  // resources/read of a resource a call handed out (a resource_link): its
+  // contents items, and how long it may still be cached (ms); nullopt when
+  // the URI is unknown or has expired.
+  struct Resource {
+    nlohmann::json contents;
+    int64_t ttl_ms = 0;
+    nlohmann::json meta;  // the result's _meta (an object; may be empty)
+  };
+  virtual std::optional<Resource> ReadResource(const std::string& /*uri*/) { return std::nullopt; }
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}
@@ -74,6 +84,7 @@ constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
 constexpr int kInternalError = -32603;
+constexpr int kResourceNotFound = -32002;  // MCP 2025 revisions
 nlohmann::json Error(const nlohmann::json& id, int code, const std::string& message);
 nlohmann::json Result(const nlohmann::json& id, const nlohmann::json& result);
 }  // namespace jsonrpc
@@ -132,6 +143,7 @@ class McpSession {
   void StartToolCall(const nlohmann::json& id, const nlohmann::json& params,
                      bool stateless_era = false);
   void StartListen(const nlohmann::json& id);
+  void ReadResource(const nlohmann::json& id, const nlohmann::json& params, bool stateless_era);
 
   ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
                                      const std::shared_ptr<CancelToken>& token);

@@ -105,6 +105,11 @@ bool Executor::Init(bool shared_dev_shm, std::string* error) {
     return false;
   }
   chmod(base_dir_.c_str(), 0711);  // runners may run as another uid: they traverse, never list
+  if (config_.resource_store_mb > 0) {
+    resources_ = ResourceStore::Create(config_.workdir_root, config_.resource_store_mb << 20,
+                                       std::chrono::seconds(config_.resource_ttl_s), error);
+    if (!resources_) return false;
+  }
   cleaner_ = std::thread([this] { CleanerLoop(); });
   return true;
 }
@@ -177,6 +182,7 @@ void Executor::Shutdown() {
   cv_.notify_all();
   if (cleaner_.joinable()) cleaner_.join();
   if (!base_dir_.empty()) RemoveTree(base_dir_);
+  resources_.reset();
 }
 
 bool Executor::RunFds::Make(const RunRequest& req) {
@@ -288,7 +294,8 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
     return Fail(l.run_id, req, *refused);
   }
 
-  RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress);
+  RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress,
+           resources_.get());
   io.session = session;
   io.interrupt_grace = interrupt_grace;
   io.oom_base = oom_base;

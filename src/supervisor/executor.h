@@ -24,6 +24,7 @@
 #include "base/cancel.h"
 #include "base/config.h"
 #include "base/metrics.h"
+#include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/zygote_client.h"
@@ -83,6 +84,9 @@ class Executor {
   void Shutdown();
 
   const std::string& base_dir() const { return base_dir_; }
+  // What runs left for resources/read; null when MCP_EXEC_RESOURCE_STORE_MB
+  // is 0 (or before Init).
+  ResourceStore* resources() const { return resources_.get(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -143,6 +147,7 @@ class Executor {
   Scheduler& scheduler_;
   Metrics* metrics_;
   std::string base_dir_;
+  std::unique_ptr<ResourceStore> resources_;
   bool shared_dev_shm_ = false;
   // Start times of the runs that are executing, for the /dev/shm purge.
   std::multiset<int64_t> active_starts_;

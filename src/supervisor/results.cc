@@ -62,8 +62,11 @@ bool IsOmittedWhy(const std::string& why) {
 }
 
 ResultLimits ResultLimitsFor(const Config& c) {
-  return {c.max_images,    c.max_image_bytes,  c.max_out_files,
-          c.max_out_bytes, c.max_result_bytes, c.max_image_side};
+  ResultLimits l{c.max_images,    c.max_image_bytes,  c.max_out_files,
+                 c.max_out_bytes, c.max_result_bytes, c.max_image_side};
+  // A linked file is written into the run's disk first, and into the store.
+  l.max_link_bytes = std::min(c.disk_limit_mb, c.resource_store_mb) << 20;
+  return l;
 }
 
 bool ResultsReader::Read(int fd) {
@@ -71,14 +74,97 @@ bool ResultsReader::Read(int fd) {
   for (;;) {
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n > 0) {
-      const auto cap = static_cast<size_t>(limits_.KeepBytes());
-      size_t keep = std::min(cap - std::min(buf_.size(), cap), static_cast<size_t>(n));
-      buf_.append(chunk, keep);
+      Consume(chunk, static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     return n < 0 && errno == EAGAIN;
   }
+}
+
+// A record: header length and payload length (4 bytes each, little-endian),
+// the JSON header, the payload. The frame alone says where the next record
+// starts, so a header that does not parse costs only its own record.
+void ResultsReader::Consume(const char* data, size_t n) {
+  while (n > 0) {
+    if (part_ == Part::kFrame) {
+      const size_t take = std::min(n, 8 - frame_.size());
+      frame_.append(data, take);
+      data += take;
+      n -= take;
+      if (frame_.size() < 8) return;
+      head_len_ = wire::LoadU32LE(frame_.data());
+      body_len_ = wire::LoadU32LE(frame_.data() + 4);
+      head_.clear();
+      body_seen_ = 0;
+      part_ = Part::kHeader;
+      if (head_len_ == 0) StartBody();
+      continue;
+    }
+    if (part_ == Part::kHeader) {
+      // A header past its bound is skipped (its bytes counted, not kept).
+      const size_t want = static_cast<size_t>(head_len_) - body_seen_;
+      const size_t take = std::min(n, want);
+      if (head_len_ <= kMaxHeaderBytes) head_.append(data, take);
+      body_seen_ += take;
+      data += take;
+      n -= take;
+      if (body_seen_ == head_len_) StartBody();
+      continue;
+    }
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, body_len_ - body_seen_));
+    if (body_ == Body::kKeep) buf_.append(data, take);
+    if (body_ == Body::kLink && link_) link_->Write(data, take);
+    body_seen_ += take;
+    data += take;
+    n -= take;
+    if (body_seen_ == body_len_) EndBody();
+  }
+}
+
+void ResultsReader::StartBody() {
+  part_ = Part::kBody;
+  body_seen_ = 0;
+  body_ = Body::kDrop;
+  json header = head_len_ <= kMaxHeaderBytes ? json::parse(head_, nullptr, false) : json();
+  if (header.is_object() && StrOf(header, "kind") == "file" && BoolOf(header, "link")) {
+    // An out/ file too big to embed: into the store as it comes, if there
+    // is room for it among the run's links.
+    const std::string path = StrOf(header, "path");
+    if (IsOutFilePath(path) && EscapeName(path) == path) {
+      const auto size = static_cast<int64_t>(body_len_);
+      if (size <= link_room_) link_ = store_->Begin(size);
+      if (link_) {
+        link_room_ -= size;
+        link_header_ = std::move(header);
+        body_ = Body::kLink;
+      } else {
+        link_omitted_.push_back({path, size, "bytes"});
+      }
+    }
+  } else if (head_len_ <= kMaxHeaderBytes && buf_.size() + 8 + head_len_ + body_len_ <=
+                                                 static_cast<uint64_t>(limits_.KeepBytes())) {
+    // Kept whole or not at all: a record cut at the bound is never parsed.
+    buf_ += frame_;
+    buf_ += head_;
+    body_ = Body::kKeep;
+  }
+  if (body_len_ == 0) EndBody();
+}
+
+void ResultsReader::EndBody() {
+  if (body_ == Body::kLink) {
+    const std::string path = StrOf(link_header_, "path");
+    const auto size = static_cast<int64_t>(body_len_);
+    if (auto uri = store_->Commit(*link_, path, "")) {
+      linked_.push_back({path, *uri, size});
+    } else {
+      link_omitted_.push_back({path, size, "bytes"});  // past the store's bound
+    }
+    link_.reset();
+  }
+  part_ = Part::kFrame;
+  frame_.clear();
 }
 
 bool IsOutFilePath(const std::string& path) {
@@ -141,24 +227,36 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
   }
 }
 
-// A record: header length and payload length (4 bytes each, little-endian),
-// the JSON header, the payload. The frame alone says where the next record
-// starts, so a header that does not parse costs only its own record.
-void ResultsReader::Finish(RunOutcome* out) const {
+void ResultsReader::Finish(RunOutcome* out) {
   size_t pos = 0;
   int64_t out_bytes = 0;
   while (buf_.size() - pos >= 8) {
     const uint64_t hlen = wire::LoadU32LE(buf_.data() + pos);
     const uint64_t blen = wire::LoadU32LE(buf_.data() + pos + 4);
-    if (buf_.size() - pos - 8 < hlen + blen) break;  // cut at the byte bound
+    if (buf_.size() - pos - 8 < hlen + blen) break;
     const size_t head_at = pos + 8, body_at = head_at + hlen;
     pos = body_at + blen;
-    if (hlen > kMaxHeaderBytes) continue;
     json header = json::parse(buf_.begin() + static_cast<std::ptrdiff_t>(head_at),
                               buf_.begin() + static_cast<std::ptrdiff_t>(body_at), nullptr, false);
     if (!header.is_object()) continue;
     Take(StrOf(header, "kind"), header, buf_.substr(body_at, blen), out, &out_bytes);
   }
+  // Linked files count among the run's files, after the embedded ones.
+  for (Linked& l : linked_) {
+    if (static_cast<int64_t>(out->files.size()) >= limits_.max_out_files) {
+      ++out->files_omitted_count;
+      if (out->files_omitted.size() < kMaxOmittedListed)
+        out->files_omitted.push_back({l.path, l.bytes, "count"});
+      continue;
+    }
+    out->files.push_back({l.path, "", "", std::move(l.uri), l.bytes});
+  }
+  for (OmittedFile& f : link_omitted_) {
+    ++out->files_omitted_count;
+    if (out->files_omitted.size() < kMaxOmittedListed) out->files_omitted.push_back(std::move(f));
+  }
+  linked_.clear();
+  link_omitted_.clear();
 }
 
 }  // namespace mcpexec

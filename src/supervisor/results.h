@@ -8,10 +8,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "process/zygote_args.h"
+#include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {
@@ -29,18 +32,41 @@ bool IsOmittedWhy(const std::string& why);
 
 class ResultsReader {
  public:
-  explicit ResultsReader(const ResultLimits& limits) : limits_(limits) {}
+  // store: where an out/ file too big to embed goes (a "link" record), up
+  // to max_link_bytes for all of a run's; null: such files are omitted.
+  explicit ResultsReader(const ResultLimits& limits, ResourceStore* store = nullptr)
+      : limits_(limits), store_(store), link_room_(store ? limits.max_link_bytes : 0) {}
   // Reads what is there (the fd is non-blocking); false at EOF or on error.
-  // Past KeepBytes() it reads on and drops, so the writer never blocks.
+  // Past KeepBytes() it reads on and drops, so the writer never blocks; a
+  // linked file's bytes go to the store as they come.
   bool Read(int fd);
   // Parses what was kept into the outcome.
-  void Finish(RunOutcome* out) const;
+  void Finish(RunOutcome* out);
 
  private:
+  void Consume(const char* data, size_t n);
+  void StartBody();
+  void EndBody();
   void Take(const std::string& kind, const nlohmann::json& header, std::string payload,
             RunOutcome* out, int64_t* out_bytes) const;
   ResultLimits limits_;
-  std::string buf_;  // records past KeepBytes() are dropped whole or cut
+  ResourceStore* store_;
+  int64_t link_room_;
+  std::string buf_;  // whole records kept, at most KeepBytes()
+  // The record being read: its frame, its header, then its body (kept into
+  // buf_, written to a link, or dropped).
+  enum class Part { kFrame, kHeader, kBody } part_ = Part::kFrame;
+  std::string frame_, head_;
+  uint64_t head_len_ = 0, body_len_ = 0, body_seen_ = 0;
+  enum class Body { kKeep, kLink, kDrop } body_ = Body::kDrop;
+  nlohmann::json link_header_;
+  std::unique_ptr<ResourceStore::Writer> link_;
+  struct Linked {
+    std::string path, uri;
+    int64_t bytes;
+  };
+  std::vector<Linked> linked_;
+  std::vector<OmittedFile> link_omitted_;
 };
 
 // True for a path under out/ that RelativePathProblem (base/fs_util.h)

@@ -26,6 +26,10 @@ struct RunArtifact {
   std::string name;  // a file's path relative to the working directory ("out/a.csv")
   std::string mime;  // an image's type (only image/png)
   std::string data;
+  // An out/ file too big to embed: where the resource store keeps it
+  // (ResourceStore, resources/read), and its size; data is then empty.
+  std::string uri;
+  int64_t size = 0;
 };
 
 // Something the run would have sent past a bound.
@@ -93,6 +97,11 @@ struct RunOutcome {
   // The last bytes of a stream that lost bytes to the budget.
   bool stdout_lost = false, stderr_lost = false;
   std::string stdout_tail, stderr_tail;
+  // The whole of a stream that lost bytes, in the resource store (its URI
+  // and size; empty when it was not kept: past the run's disk limit or the
+  // store's bound).
+  std::string stdout_uri, stderr_uri;
+  int64_t stdout_size = 0, stderr_size = 0;
   // From the results channel.
   std::vector<RunArtifact> images;  // in the order the run showed them
   std::vector<RunArtifact> files;   // out/ files, sorted by path

@@ -58,6 +58,8 @@ struct Executor::Stream {
   bool open = true;
   bool lost = false;
   std::string last;  // at most 2 x tail_bytes while the run goes
+  // Once it lost bytes: the whole stream, into the resource store.
+  std::unique_ptr<ResourceStore::Writer> whole;
 };
 
 // The I/O of one launched run, until its runner is reaped and its output
@@ -82,7 +84,7 @@ struct Executor::RunIo {
   };
 
   RunIo(uint64_t id, const RunRequest& r, CancelToken& c, RunSlot& sl, RunFds& f, RunOutcome& o,
-        Clock::time_point start, const Config& config, const Progress& p)
+        Clock::time_point start, const Config& config, const Progress& p, ResourceStore* store)
       : run_id(id),
         req(r),
         cancel(c),
@@ -92,7 +94,9 @@ struct Executor::RunIo {
         started_at(start),
         budget(config.max_output_bytes),
         tail_bytes(config.tail_bytes),
-        results(ResultLimitsFor(config)),
+        results(ResultLimitsFor(config), store),
+        resources(store),
+        whole_limit(config.disk_limit_mb << 20),
         out(&o.stdout_data),
         err(&o.stderr_data),
         progress(p),
@@ -107,6 +111,8 @@ struct Executor::RunIo {
   int64_t budget;
   int64_t tail_bytes;
   ResultsReader results;
+  ResourceStore* resources;  // null: streams are not kept whole
+  int64_t whole_limit;       // the most of one stream kept whole
   Stream out, err;
   const Progress& progress;
   Clock::time_point next_progress{};
@@ -159,7 +165,18 @@ struct Executor::RunIo {
     outcome.stderr_lost = err.lost;
     if (out.lost) outcome.stdout_tail = std::string(Utf8Tail(out.last, tail));
     if (err.lost) outcome.stderr_tail = std::string(Utf8Tail(err.last, tail));
+    Keep(out, "stdout.txt", &outcome.stdout_uri, &outcome.stdout_size);
+    Keep(err, "stderr.txt", &outcome.stderr_uri, &outcome.stderr_size);
     results.Finish(&outcome);
+  }
+  // The whole of a stream that lost bytes, published in the store.
+  void Keep(Stream& s, const char* name, std::string* uri, int64_t* size) {
+    if (!s.whole || !resources) return;
+    if (auto kept = resources->Commit(*s.whole, name, "text/plain")) {
+      *uri = *kept;
+      *size = s.whole->size();
+    }
+    s.whole.reset();
   }
   // Where the status pipe's end record of a session cell starts.
   size_t done_offset() const {

@@ -151,6 +151,14 @@ json ExecOutputSchema() {
         {"stderr_tail",
          {{"type", "string"},
           {"description", "present when stderr lost bytes to the shared budget: its last bytes"}}},
+        {"stdout_resource",
+         {{"type", "string"},
+          {"description",
+           "present when stdout lost bytes to the shared budget: the URI of the whole stream "
+           "(also a resource_link item), for resources/read until MCP_EXEC_RESOURCE_TTL_S "
+           "passes"}}},
+        {"stderr_resource",
+         {{"type", "string"}, {"description", "the same for stderr: the URI of the whole stream"}}},
         {"result",
          {{"type", "string"},
           {"description",
@@ -167,12 +175,14 @@ json ExecOutputSchema() {
          {{"type", "integer"},
           {"description",
            "images left out: past MCP_EXEC_MAX_IMAGES, too big even scaled, not a PNG of 1 to "
-           "8000 px a side, or a figure that could not be drawn"}}},
+           "MCP_EXEC_MAX_IMAGE_SIDE px a side, or a figure that could not be drawn"}}},
         {"files",
          {{"type", "array"},
           {"items", {{"type", "string"}}},
           {"description",
-           "paths of the out/ files returned as embedded resources (uri file:///out/...)"}}},
+           "paths of the out/ files returned: embedded resources (uri file:///out/...) while "
+           "they fit in MCP_EXEC_MAX_OUT_BYTES together, the rest as resource_link items (uri "
+           "mcp-exec://resource/..., for resources/read until MCP_EXEC_RESOURCE_TTL_S passes)"}}},
         {"files_omitted", FilesOmittedSchema()},
         {"files_omitted_count",
          {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
@@ -250,12 +260,22 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " px on its longer side, scaled down to fit); files the code writes under out/ come back as "
        "resources "
        "(at most "
-    << c.max_out_files << " files, " << c.max_out_bytes
-    << " bytes together); `files` writes input files first (at most " << c.max_in_files
-    << " files, " << c.max_in_bytes
+    << c.max_out_files << " files, embedded while they fit in " << c.max_out_bytes
+    << " bytes together";
+  if (c.resource_store_mb > 0) {
+    o << ", larger ones as resource_link items the client fetches with resources/read (the bytes "
+         "never pass through you)";
+  }
+  o << "); `files` writes input files first (at most " << c.max_in_files << " files, "
+    << c.max_in_bytes
     << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
        "last "
-    << c.tail_bytes << " bytes.";
+    << c.tail_bytes << " bytes";
+  if (c.resource_store_mb > 0) {
+    o << " and stdout_resource / stderr_resource link the whole stream (kept "
+      << HumanDuration(c.resource_ttl_s) << ")";
+  }
+  o << ".";
   o << " " << kSessionCall << " A session ends after " << HumanDuration(c.py_session_idle_s)
     << " without a call, " << HumanDuration(c.py_session_max_s)
     << " after it started, when its interpreter dies (a crash, a timeout the code ignores) or "
@@ -571,6 +591,8 @@ json StructuredResult(const ExecResult& r) {
   if (stdout_cut && !r.stdout_lost) j["stdout_tail"] = *stdout_cut;
   if (stderr_cut && !r.stderr_lost) j["stderr_tail"] = *stderr_cut;
   if (stdout_cut || stderr_cut) j["truncated"] = true;
+  if (!r.stdout_uri.empty()) j["stdout_resource"] = r.stdout_uri;
+  if (!r.stderr_uri.empty()) j["stderr_resource"] = r.stderr_uri;
   if (r.has_result) {
     j["result"] = RepairUtf8(r.result);
     if (r.result_truncated) j["result_truncated"] = true;
@@ -633,23 +655,35 @@ std::string MimeTypeForPath(const std::string& path) {
   return "application/octet-stream";
 }
 
-std::string FileUri(const std::string& path) {
-  // RFC 3986: every byte but the unreserved ones and the segments' slashes
-  // percent-encoded, so that the URI's path decodes to the file's name and
-  // to nothing else (a name holding %2e%2e%2f, ?, #, spaces or newlines).
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string uri = "file:///";
-  for (unsigned char ch : path) {
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-        ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/') {
-      uri += static_cast<char>(ch);
-    } else {
-      uri += '%';
-      uri += kHex[ch >> 4];
-      uri += kHex[ch & 0xF];
-    }
+std::string FileUri(const std::string& path) { return "file:///" + UriPathEscape(path); }
+
+namespace {
+// Text where it costs no more than base64 would: a file of control bytes
+// would escape six-fold.
+bool CheapAsText(const std::string& data) {
+  size_t escaped = 0;
+  for (unsigned char ch : data) escaped += EscapedBytes(ch);
+  return escaped <= data.size() / 3 * 4 + 4 && IsValidUtf8(data);
+}
+}  // namespace
+
+int64_t ResourceParts(int64_t size) {
+  return std::max<int64_t>(1, (size + kResourcePartBytes - 1) / kResourcePartBytes);
+}
+
+std::string ResourcePartUri(const std::string& uri, int64_t part) {
+  return uri + "?part=" + std::to_string(part);
+}
+
+json ResourceContentsItem(const std::string& uri, const std::string& mime,
+                          const std::string& data) {
+  json item = {{"uri", uri}, {"mimeType", mime}};
+  if (CheapAsText(data)) {
+    item["text"] = data;
+  } else {
+    item["blob"] = Base64Encode(data);
   }
-  return uri;
+  return item;
 }
 
 json ToolResult(const ExecResult& r) {
@@ -659,13 +693,39 @@ json ToolResult(const ExecResult& r) {
     content.push_back(
         {{"type", "image"}, {"data", Base64Encode(img.data)}, {"mimeType", img.mime}});
   }
+  // What the client fetches with resources/read: the whole streams, then
+  // the files too big to embed (among the embedded ones, in order). A
+  // resource past one part says how to read the rest.
+  auto link = [&](const std::string& uri, const std::string& name, const std::string& mime,
+                  int64_t size, std::string description) {
+    const int64_t parts = ResourceParts(size);
+    if (parts > 1) {
+      description += "; resources/read gives it in " + std::to_string(parts) + " parts of " +
+                     std::to_string(kResourcePartBytes) + " bytes: " + ResourcePartUri(uri, 1) +
+                     " to " + ResourcePartUri(uri, parts) + " (" + uri + " is part 1)";
+    }
+    json item = {{"type", "resource_link"}, {"uri", uri},   {"name", name},
+                 {"mimeType", mime},        {"size", size}, {"description", description}};
+    if (parts > 1) item["_meta"] = {{"mcp-exec/parts", parts}};
+    content.push_back(std::move(item));
+  };
+  if (!r.stdout_uri.empty()) {
+    link(r.stdout_uri, "stdout", "text/plain", r.stdout_size,
+         "the whole stdout of the run (" + std::to_string(r.stdout_size) +
+             " bytes); the result holds its start and stdout_tail");
+  }
+  if (!r.stderr_uri.empty()) {
+    link(r.stderr_uri, "stderr", "text/plain", r.stderr_size,
+         "the whole stderr of the run (" + std::to_string(r.stderr_size) + " bytes)");
+  }
   for (const RunArtifact& f : r.files) {
+    if (!f.uri.empty()) {
+      link(f.uri, f.name, MimeTypeForPath(f.name), f.size,
+           f.name + ", too big to embed (" + std::to_string(f.size) + " bytes)");
+      continue;
+    }
     json resource = {{"uri", FileUri(f.name)}, {"mimeType", MimeTypeForPath(f.name)}};
-    // Text only where it costs no more than base64 would: a file of control
-    // bytes would escape six-fold.
-    size_t escaped = 0;
-    for (unsigned char ch : f.data) escaped += EscapedBytes(ch);
-    if (escaped <= f.data.size() / 3 * 4 + 4 && IsValidUtf8(f.data)) {
+    if (CheapAsText(f.data)) {
       resource["text"] = f.data;
     } else {
       resource["blob"] = Base64Encode(f.data);

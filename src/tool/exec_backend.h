@@ -31,6 +31,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             const CallContext& context) override;
+  std::optional<Resource> ReadResource(const std::string& uri) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
 
   // ServerHealth

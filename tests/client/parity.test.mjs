@@ -24,20 +24,27 @@ const DEFAULT_ENV = { MCP_EXEC_MAX_OUTPUT_BYTES: undefined };
 const SMALL_OUTPUT_ENV = { MCP_EXEC_MAX_OUTPUT_BYTES: '100' };
 const TOKEN = `parity-${randomBytes(12).toString('hex')}`;
 
-// What a scenario produced, with the timings (which differ from run to run)
-// left out: { result } for an answer, { error: { code, message } } for a
-// rejected request.
+// What a scenario produced, with the timings and the resource URIs (random
+// per run) left out: { result } for an answer, { error: { code, message } }
+// for a rejected request.
+const RESOURCE_ID = /mcp-exec:\/\/resource\/[0-9a-f]{32}\//g;
 function normalizeResult(result) {
   const copy = structuredClone(result);
   const strip = (o) => {
     if (o && typeof o === 'object') {
       delete o.duration_ms;
       delete o.queue_ms;
+      for (const key of ['stdout_resource', 'stderr_resource']) {
+        if (typeof o[key] === 'string') o[key] = o[key].replace(RESOURCE_ID, 'mcp-exec://resource/ID/');
+      }
     }
     return o;
   };
   strip(copy.structuredContent);
   copy.content = copy.content?.map((item) => {
+    if (item.type === 'resource_link') {
+      return { ...item, uri: item.uri.replace(RESOURCE_ID, 'mcp-exec://resource/ID/') };
+    }
     if (item.type !== 'text') return item;
     try {
       const parsed = JSON.parse(item.text);

@@ -449,19 +449,19 @@ for (const { label, connect, closed } of TRANSPORTS) {
       assert.equal(out.images ?? 0, 0);
     });
 
-    it('an out/ file past MCP_EXEC_MAX_OUT_BYTES is listed as omitted; the rest come back', async () => {
+    it('an out/ file past MCP_EXEC_MAX_OUT_BYTES comes back as a resource_link; the rest embedded', async () => {
       const { out, extra } = ok(await call(ctx, { code: CODE.outBig }));
       assert.equal(out.exit_code, 0, out.stderr);
       const uris = extra.filter((item) => item.type === 'resource').map((item) => item.resource.uri);
       assert.deepEqual(uris, ['file:///out/small.txt']);
       const small = extra.find((item) => item.type === 'resource').resource;
       assert.equal(small.text, 'ok');
-      assert.deepEqual(out.files, ['out/small.txt']);
-      assert.deepEqual(
-        out.files_omitted.find((f) => f.path === 'out/big.bin'),
-        { path: 'out/big.bin', bytes: 52_428_800, why: 'bytes' },
-      );
-      assert.ok(out.files_omitted_count >= 1);
+      assert.deepEqual(out.files, ['out/small.txt', 'out/big.bin']);
+      const link = extra.find((item) => item.type === 'resource_link');
+      assert.equal(link?.name, 'out/big.bin', brief(extra));
+      assert.equal(link.size, 52_428_800);
+      assert.match(link.uri, /^mcp-exec:\/\/resource\/[0-9a-f]{32}\/out\/big\.bin$/);
+      assert.equal(out.files_omitted_count, 0);
     });
 
     // --- 5. Files in ----------------------------------------------------------

@@ -924,7 +924,7 @@ Garbage MakeGarbage(int n, std::mt19937& rng) {
       break;
     }
     case 7: {  // valid JSON-RPC, unknown methods
-      const char* methods[] = {"no/such/method", "tools/run", "resources/list", "exec", ""};
+      const char* methods[] = {"no/such/method", "tools/run", "prompts/list", "exec", ""};
       std::string m = methods[pick(5)];
       g.line = "{\"jsonrpc\":\"2.0\",\"id\":" + qid + ",\"method\":\"" + m + "\"}";
       error(-32601, gid, "method not found");

@@ -124,7 +124,10 @@ TEST(OutcomeTest, Internal) {
     std::string base;
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.rfind("mcp-exec-", 0) == 0 && name.rfind("mcp-exec-cache-", 0) != 0) base = name;
+      if (name.rfind("mcp-exec-", 0) == 0 && name.rfind("mcp-exec-cache-", 0) != 0 &&
+          name.rfind("mcp-exec-resources-", 0) != 0) {
+        base = name;
+      }
     }
     closedir(d);
     ASSERT_FALSE(base.empty());

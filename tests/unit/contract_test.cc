@@ -310,6 +310,8 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.stdout_lost = r.stderr_lost = true;
   r.stdout_tail = "t";
   r.stderr_tail = "u";
+  r.stdout_uri = "mcp-exec://resource/0/stdout.txt";
+  r.stderr_uri = "mcp-exec://resource/1/stderr.txt";
   r.has_result = r.result_truncated = true;
   r.result = "42";
   r.images.push_back({"", "image/png", "png"});

@@ -109,6 +109,8 @@ TEST_F(SessionTest, InitializeAnswersServerInfoAndVersion) {
   EXPECT_EQ(r["result"]["protocolVersion"], "2025-03-26");
   EXPECT_EQ(r["result"]["serverInfo"]["name"], "mcp-exec");
   EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
+  EXPECT_EQ(r["result"]["capabilities"]["resources"],
+            json({{"listChanged", false}, {"subscribe", false}}));
 }
 
 TEST_F(SessionTest, MalformedJsonIsParseError) {
@@ -139,8 +141,25 @@ TEST_F(SessionTest, RequestsBeforeInitializeAreRejectedButPingWorks) {
 
 TEST_F(SessionTest, UnknownMethodIsMethodNotFound) {
   Initialize();
-  session_.Handle({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "resources/list"}});
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "prompts/list"}});
   EXPECT_EQ(Last()["error"]["code"], -32601);
+}
+
+// Resources are the links calls hand out: declared, none listed, and a URI
+// that names nothing is -32002 (2025) with the URI in data.
+TEST_F(SessionTest, ResourcesAreDeclaredAndAnUnknownUriIsNotFound) {
+  Initialize();
+  session_.Handle({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "resources/list"}});
+  EXPECT_EQ(Last()["result"]["resources"], json::array());
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"id", 4},
+                   {"method", "resources/read"},
+                   {"params", {{"uri", "mcp-exec://resource/00/x"}}}});
+  EXPECT_EQ(Last()["error"]["code"], -32002);
+  EXPECT_EQ(Last()["error"]["data"]["uri"], "mcp-exec://resource/00/x");
+  session_.Handle(
+      {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "resources/read"}, {"params", {{"uri", 5}}}});
+  EXPECT_EQ(Last()["error"]["code"], -32602);
 }
 
 TEST_F(SessionTest, NotificationsGetNoAnswer) {

@@ -36,7 +36,7 @@ std::string Record(const json& header, const std::string& payload) {
   return Frame(header.dump(), payload);
 }
 
-ResultLimits Limits() { return {2, 1024, 2, 100, 10}; }
+ResultLimits Limits() { return {2, 1024, 2, 100, 10, 2000}; }
 
 // Feeds the bytes through a real pipe, as the run writes them.
 RunOutcome Parse(const std::string& bytes, ResultLimits limits = Limits()) {

@@ -40,6 +40,7 @@ ZygoteArgs Valid() {
   a.output.max_out_bytes = 8 << 20;
   a.output.max_result_bytes = 16384;
   a.output.max_image_side = 2000;
+  a.output.max_link_bytes = 256 << 20;
   return a;
 }
 

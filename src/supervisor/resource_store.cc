@@ -1,0 +1,177 @@
+#include "supervisor/resource_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/fs_util.h"
+#include "base/log.h"
+#include "base/random.h"
+#include "base/utf8.h"
+
+namespace mcpexec {
+
+namespace {
+
+constexpr char kUriPrefix[] = "mcp-exec://resource/";
+
+// 16 random bytes as 32 hex digits: 128 bits, past a UUIDv4's 122.
+std::string NewId() {
+  unsigned char bytes[16];
+  RandomBytes(bytes, sizeof bytes);
+  static const char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 0xF];
+  }
+  return id;
+}
+
+}  // namespace
+
+const char* ResourceStore::UriPrefix() { return kUriPrefix; }
+
+std::unique_ptr<ResourceStore> ResourceStore::Create(const std::string& root, int64_t max_bytes,
+                                                     std::chrono::seconds ttl, std::string* error) {
+  std::string dir = MakePrivateDir(root, "mcp-exec-resources-");
+  if (dir.empty()) {
+    *error = "mkdtemp(" + root + "/mcp-exec-resources-XXXXXX): " + strerror(errno);
+    return nullptr;
+  }
+  return std::unique_ptr<ResourceStore>(new ResourceStore(dir, max_bytes, ttl));
+}
+
+ResourceStore::~ResourceStore() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, entry] : entries_) unlink(PathOf(id).c_str());
+  entries_.clear();
+  RemoveTree(dir_);
+}
+
+ResourceStore::Writer::~Writer() {
+  if (!committed_) Fail();
+}
+
+void ResourceStore::Writer::Fail() {
+  if (!failed_ && !committed_) {
+    failed_ = true;
+    fd_.Reset();
+    unlink(store_->PathOf(id_).c_str());
+    store_->Release(size_);
+  }
+}
+
+bool ResourceStore::Writer::Write(const char* data, size_t n) {
+  if (failed_ || committed_) return false;
+  const auto add = static_cast<int64_t>(n);
+  bool room = size_ + add <= limit_;
+  if (room) {
+    std::lock_guard<std::mutex> lock(store_->mu_);
+    room = store_->ReserveLocked(add);
+  }
+  if (!room) {
+    Fail();
+    return false;
+  }
+  size_ += add;  // reserved: Fail() gives it back
+  while (n > 0) {
+    ssize_t w = write(fd_.get(), data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      Fail();  // ENOSPC, EIO: the resource is lost, never served cut
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::unique_ptr<ResourceStore::Writer> ResourceStore::Begin(int64_t limit) {
+  std::string id = NewId();
+  UniqueFd fd(open(PathOf(id).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) {
+    log::Warn("resource_store_write_failed", {{"error", strerror(errno)}});
+    return nullptr;
+  }
+  return std::unique_ptr<Writer>(new Writer(this, std::move(id), std::move(fd), limit));
+}
+
+std::optional<std::string> ResourceStore::Commit(Writer& w, const std::string& name,
+                                                 const std::string& mime) {
+  if (w.failed_ || w.committed_) return std::nullopt;
+  w.fd_.Reset();
+  w.committed_ = true;
+  Entry e{kUriPrefix + w.id_ + "/" + UriPathEscape(name), name, mime, w.size_, Clock::now() + ttl_};
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[w.id_] = e;
+  order_.push_back(w.id_);
+  return e.uri;
+}
+
+std::optional<std::pair<ResourceStore::Entry, UniqueFd>> ResourceStore::Open(
+    const std::string& uri) {
+  const std::string prefix = kUriPrefix;
+  if (uri.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const size_t slash = uri.find('/', prefix.size());
+  const std::string id = uri.substr(
+      prefix.size(), slash == std::string::npos ? std::string::npos : slash - prefix.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  DropExpiredLocked(Clock::now());
+  auto it = entries_.find(id);
+  // The whole URI must be the one handed out: its id alone is the secret,
+  // but a name that differs is not this resource.
+  if (it == entries_.end() || it->second.uri != uri) return std::nullopt;
+  UniqueFd fd(open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return std::nullopt;
+  return std::make_pair(it->second, std::move(fd));
+}
+
+int64_t ResourceStore::used_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return used_;
+}
+
+int64_t ResourceStore::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(entries_.size());
+}
+
+bool ResourceStore::ReserveLocked(int64_t n) {
+  if (n > max_bytes_) return false;
+  DropExpiredLocked(Clock::now());
+  while (used_ + n > max_bytes_ && !order_.empty()) {
+    auto it = entries_.find(order_.front());
+    log::Info("resource_evicted", {{"bytes", it->second.size}});
+    RemoveLocked(it);
+  }
+  if (used_ + n > max_bytes_) return false;  // the rest is being written
+  used_ += n;
+  return true;
+}
+
+void ResourceStore::DropExpiredLocked(Clock::time_point now) {
+  while (!order_.empty()) {
+    auto it = entries_.find(order_.front());
+    if (it->second.expires > now) return;  // one TTL for all: oldest expire first
+    RemoveLocked(it);
+  }
+}
+
+void ResourceStore::RemoveLocked(std::map<std::string, Entry>::iterator it) {
+  unlink(PathOf(it->first).c_str());
+  used_ -= it->second.size;
+  order_.remove(it->first);
+  entries_.erase(it);
+}
+
+void ResourceStore::Release(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  used_ -= n;
+}
+
+}  // namespace mcpexec

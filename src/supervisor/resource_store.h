@@ -1,0 +1,104 @@
+// What runs leave for the client to fetch instead of receiving inline: an
+// out/ file too big to embed, a stream that lost bytes to the output
+// budget. Each is a file in one private folder under the workdir root,
+// written as the run's pipes bring it (never held in memory), named by an
+// unguessable URI (128 random bits) that resources/read serves until it
+// expires (MCP_EXEC_RESOURCE_TTL_S). The folder is bounded
+// (MCP_EXEC_RESOURCE_STORE_MB): the oldest resources go first to make room.
+// It is removed with the store, at shutdown.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "base/unique_fd.h"
+
+namespace mcpexec {
+
+class ResourceStore {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Creates its folder (mcp-exec-resources-XXXXXX, 0700) under root.
+  static std::unique_ptr<ResourceStore> Create(const std::string& root, int64_t max_bytes,
+                                               std::chrono::seconds ttl, std::string* error);
+  ~ResourceStore();
+  ResourceStore(const ResourceStore&) = delete;
+  ResourceStore& operator=(const ResourceStore&) = delete;
+
+  // A resource being written: its bytes count against the store's bound as
+  // they come; past `limit` bytes, or past the bound when nothing older can
+  // make room, or on a disk error, it fails and stays failed (its bytes
+  // are freed at once).
+  class Writer {
+   public:
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    bool Write(const char* data, size_t n);
+    bool failed() const { return failed_; }
+    int64_t size() const { return size_; }
+
+   private:
+    friend class ResourceStore;
+    Writer(ResourceStore* store, std::string id, UniqueFd fd, int64_t limit)
+        : store_(store), id_(std::move(id)), fd_(std::move(fd)), limit_(limit) {}
+    void Fail();
+    ResourceStore* store_;
+    std::string id_;
+    UniqueFd fd_;
+    int64_t limit_;
+    int64_t size_ = 0;
+    bool failed_ = false;
+    bool committed_ = false;
+  };
+  // A new resource of at most `limit` bytes; null when its file cannot be
+  // made.
+  std::unique_ptr<Writer> Begin(int64_t limit);
+  // Publishes what the writer wrote under `name` (shown to the client, as
+  // in "out/big.bin") and returns its URI; nullopt if the writer failed.
+  std::optional<std::string> Commit(Writer& w, const std::string& name, const std::string& mime);
+
+  struct Entry {
+    std::string uri, name, mime;
+    int64_t size = 0;
+    Clock::time_point expires;
+  };
+  // A resource by its URI, opened for reading (the open file outlives an
+  // eviction); nullopt when unknown or expired.
+  std::optional<std::pair<Entry, UniqueFd>> Open(const std::string& uri);
+
+  // The URI prefix of every resource ("mcp-exec://resource/").
+  static const char* UriPrefix();
+  int64_t max_bytes() const { return max_bytes_; }
+  std::chrono::seconds ttl() const { return ttl_; }
+  // Bytes held now, written and being written.
+  int64_t used_bytes() const;
+  int64_t count() const;
+
+ private:
+  ResourceStore(std::string dir, int64_t max_bytes, std::chrono::seconds ttl)
+      : dir_(std::move(dir)), max_bytes_(max_bytes), ttl_(ttl) {}
+  // Room for n more bytes, evicting the oldest; false if there is none.
+  bool ReserveLocked(int64_t n);
+  void DropExpiredLocked(Clock::time_point now);
+  void RemoveLocked(std::map<std::string, Entry>::iterator it);
+  void Release(int64_t n);
+  std::string PathOf(const std::string& id) const { return dir_ + "/" + id; }
+
+  const std::string dir_;
+  const int64_t max_bytes_;
+  const std::chrono::seconds ttl_;
+  mutable std::mutex mu_;
+  int64_t used_ = 0;
+  std::map<std::string, Entry> entries_;  // by id
+  std::list<std::string> order_;          // ids, oldest first
+};
+
+}  // namespace mcpexec
