@@ -197,7 +197,7 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_RESOURCE_TTL_S", "--resource-ttl-s", Default(&Config::resource_ttl_s), "seconds",
        "how long resources/read serves what a run left as a resource_link (an out/ file too big "
        "to embed, the whole of a stream that passed the output budget)",
-       IntField(&Config::resource_ttl_s, 10, 7 * 86400)},
+       IntField(&Config::resource_ttl_s, 10, int64_t{7} * 86400)},
       {"MCP_EXEC_RESOURCE_STORE_MB", "--resource-store-mb", Default(&Config::resource_store_mb),
        "MiB",
        "disk for those resources together, in a folder under MCP_EXEC_WORKDIR_ROOT removed at "

@@ -100,8 +100,32 @@ json FilesOmittedSchema() {
 
 }  // namespace
 
-json ExecOutputSchema() {
+namespace {
+// The output schema's fields of a stream that lost bytes.
+json StreamExtrasSchema() {
   return {
+      {"stdout_tail",
+       {{"type", "string"},
+        {"description",
+         "present when stdout lost bytes to the shared budget: its last bytes "
+         "(MCP_EXEC_TAIL_BYTES), where the error or the final answer usually is; also when "
+         "stdout was cut because it would more than double once JSON-escaped (control bytes)"}}},
+      {"stderr_tail",
+       {{"type", "string"},
+        {"description", "present when stderr lost bytes to the shared budget: its last bytes"}}},
+      {"stdout_resource",
+       {{"type", "string"},
+        {"description",
+         "present when stdout lost bytes to the shared budget: the URI of the whole stream "
+         "(also a resource_link item), for resources/read until MCP_EXEC_RESOURCE_TTL_S "
+         "passes"}}},
+      {"stderr_resource",
+       {{"type", "string"}, {"description", "the same for stderr: the URI of the whole stream"}}}};
+}
+}  // namespace
+
+json ExecOutputSchema() {
+  json schema = {
       {"type", "object"},
       {"properties",
        {{"stdout", {{"type", "string"}}},
@@ -142,23 +166,6 @@ json ExecOutputSchema() {
           {"description",
            "present when the session's interpreter is gone after this call, with why; the next "
            "call with this name starts a new one"}}},
-        {"stdout_tail",
-         {{"type", "string"},
-          {"description",
-           "present when stdout lost bytes to the shared budget: its last bytes "
-           "(MCP_EXEC_TAIL_BYTES), where the error or the final answer usually is; also when "
-           "stdout was cut because it would more than double once JSON-escaped (control bytes)"}}},
-        {"stderr_tail",
-         {{"type", "string"},
-          {"description", "present when stderr lost bytes to the shared budget: its last bytes"}}},
-        {"stdout_resource",
-         {{"type", "string"},
-          {"description",
-           "present when stdout lost bytes to the shared budget: the URI of the whole stream "
-           "(also a resource_link item), for resources/read until MCP_EXEC_RESOURCE_TTL_S "
-           "passes"}}},
-        {"stderr_resource",
-         {{"type", "string"}, {"description", "the same for stderr: the URI of the whole stream"}}},
         {"result",
          {{"type", "string"},
           {"description",
@@ -188,6 +195,9 @@ json ExecOutputSchema() {
          {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
   };
+  const json streams = StreamExtrasSchema();  // kept alive: items() refers to it
+  for (const auto& [key, value] : streams.items()) schema["properties"][key] = value;
+  return schema;
 }
 
 namespace {
@@ -217,6 +227,36 @@ std::string ExecInstructions(const Config& /*c*/) {
          kFreshCall + " " + kSessionCall +
          " A non-zero exit, an exception or a timeout is a normal result, not an error.";
 }
+
+namespace {
+// What comes back besides stdout, with the live bounds: a part of the
+// description.
+void DescribeExtras(std::ostream& o, const Config& c) {
+  o << " Besides stdout: the value of a last expression comes back as result (as in a "
+       "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
+       "image) come back as PNG images (at most "
+    << c.max_images << ", each at most " << c.max_image_bytes << " bytes and " << c.max_image_side
+    << " px on its longer side, scaled down to fit); files the code writes under out/ come back as "
+       "resources "
+       "(at most "
+    << c.max_out_files << " files, embedded while they fit in " << c.max_out_bytes
+    << " bytes together";
+  if (c.resource_store_mb > 0) {
+    o << ", larger ones as resource_link items the client fetches with resources/read (the bytes "
+         "never pass through you)";
+  }
+  o << "); `files` writes input files first (at most " << c.max_in_files << " files, "
+    << c.max_in_bytes
+    << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
+       "last "
+    << c.tail_bytes << " bytes";
+  if (c.resource_store_mb > 0) {
+    o << " and stdout_resource / stderr_resource link the whole stream (kept "
+      << HumanDuration(c.resource_ttl_s) << ")";
+  }
+  o << ".";
+}
+}  // namespace
 
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary) {
@@ -253,29 +293,7 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << c.max_processes << " for all runs together (while other runs go, a run holding more than "
     << RunsHeldBound(c.max_processes)
     << " of them beyond its interpreter is ended, reason processes).";
-  o << " Besides stdout: the value of a last expression comes back as result (as in a "
-       "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
-       "image) come back as PNG images (at most "
-    << c.max_images << ", each at most " << c.max_image_bytes << " bytes and " << c.max_image_side
-    << " px on its longer side, scaled down to fit); files the code writes under out/ come back as "
-       "resources "
-       "(at most "
-    << c.max_out_files << " files, embedded while they fit in " << c.max_out_bytes
-    << " bytes together";
-  if (c.resource_store_mb > 0) {
-    o << ", larger ones as resource_link items the client fetches with resources/read (the bytes "
-         "never pass through you)";
-  }
-  o << "); `files` writes input files first (at most " << c.max_in_files << " files, "
-    << c.max_in_bytes
-    << " bytes together); when output passes the budget, stdout_tail and stderr_tail hold the "
-       "last "
-    << c.tail_bytes << " bytes";
-  if (c.resource_store_mb > 0) {
-    o << " and stdout_resource / stderr_resource link the whole stream (kept "
-      << HumanDuration(c.resource_ttl_s) << ")";
-  }
-  o << ".";
+  DescribeExtras(o, c);
   o << " " << kSessionCall << " A session ends after " << HumanDuration(c.py_session_idle_s)
     << " without a call, " << HumanDuration(c.py_session_max_s)
     << " after it started, when its interpreter dies (a crash, a timeout the code ignores) or "
