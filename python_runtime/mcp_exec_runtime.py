@@ -432,10 +432,8 @@ def _send(kind, meta, payload=b""):
         return
     # The frame: header and payload lengths, then both (results.cc reads it).
     head = json.dumps(dict(meta, kind=kind)).encode()
-    data = memoryview(struct.pack("<II", len(head), len(payload)) + head + payload)
     try:
-        while data:
-            data = data[os.write(_results_fd, data):]
+        _write_all(struct.pack("<II", len(head), len(payload)) + head + payload)
     except OSError:
         pass  # the supervisor stopped reading: what is left is dropped
 

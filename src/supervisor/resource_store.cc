@@ -145,9 +145,8 @@ bool ResourceStore::ReserveLocked(int64_t n) {
   if (n > max_bytes_) return false;
   DropExpiredLocked(Clock::now());
   while (used_ + n > max_bytes_ && !order_.empty()) {
-    auto it = entries_.find(order_.front());
-    log::Info("resource_evicted", {{"bytes", it->second.size}});
-    RemoveLocked(it);
+    log::Info("resource_evicted", {{"bytes", entries_[order_.front()].size}});
+    RemoveOldestLocked();
   }
   if (used_ + n > max_bytes_) return false;  // the rest is being written
   used_ += n;
@@ -155,18 +154,16 @@ bool ResourceStore::ReserveLocked(int64_t n) {
 }
 
 void ResourceStore::DropExpiredLocked(Clock::time_point now) {
-  while (!order_.empty()) {
-    auto it = entries_.find(order_.front());
-    if (it->second.expires > now) return;  // one TTL for all: oldest expire first
-    RemoveLocked(it);
-  }
+  // One TTL for all: the oldest expire first.
+  while (!order_.empty() && entries_[order_.front()].expires <= now) RemoveOldestLocked();
 }
 
-void ResourceStore::RemoveLocked(std::map<std::string, Entry>::iterator it) {
+void ResourceStore::RemoveOldestLocked() {
+  auto it = entries_.find(order_.front());
   unlink(PathOf(it->first).c_str());
   used_ -= it->second.size;
-  order_.remove(it->first);
   entries_.erase(it);
+  order_.pop_front();
 }
 
 void ResourceStore::Release(int64_t n) {

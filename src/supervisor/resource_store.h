@@ -88,7 +88,7 @@ class ResourceStore {
   // Room for n more bytes, evicting the oldest; false if there is none.
   bool ReserveLocked(int64_t n);
   void DropExpiredLocked(Clock::time_point now);
-  void RemoveLocked(std::map<std::string, Entry>::iterator it);
+  void RemoveOldestLocked();
   void Release(int64_t n);
   std::string PathOf(const std::string& id) const { return dir_ + "/" + id; }
 

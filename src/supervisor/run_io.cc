@@ -123,18 +123,15 @@ void Executor::Drain(RunIo& io, int fd, Stream& s) {
       if (keep < n) {
         io.outcome.truncated = true;  // read on and drop: never block the writer
         if (!s.lost && io.resources) {
-          // The first loss: the stream so far is all in s.kept, and it goes
-          // to the store with all that follows (the client reads it whole).
+          // The first loss: the stream before this chunk is all in s.kept,
+          // and it goes to the store with all that follows (the client
+          // reads it whole).
           s.whole = io.resources->Begin(io.whole_limit);
-          if (s.whole) s.whole->Write(s.kept->data(), s.kept->size());
-          if (s.whole) s.whole->Write(buf + keep, static_cast<size_t>(n - keep));
-        } else if (s.whole) {
-          s.whole->Write(buf, static_cast<size_t>(n));
+          if (s.whole) s.whole->Write(s.kept->data(), s.kept->size() - static_cast<size_t>(keep));
         }
         s.lost = true;
-      } else if (s.whole) {
-        s.whole->Write(buf, static_cast<size_t>(n));
       }
+      if (s.whole) s.whole->Write(buf, static_cast<size_t>(n));
       if (tail > 0) KeepLast(&s.last, buf, static_cast<size_t>(n), tail);
       if (io.progress) KeepLast(&io.recent, buf, static_cast<size_t>(n), kRecentBytes);
       continue;
