@@ -107,6 +107,7 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   int rc = config.transport == Transport::kStdio
                ? ServeStdio(backend, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
                : ServeHttp(backend, backend, config, signal_fd);
+  backend.EndTasks();   // runs no connection waits for any more
   sessions.Shutdown();  // their interpreters end before the executor's cleaner stops
   executor.Shutdown();
   return rc;

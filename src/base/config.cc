@@ -203,6 +203,14 @@ const std::vector<Option>& Options() {
        "disk for those resources together, in a folder under MCP_EXEC_WORKDIR_ROOT removed at "
        "shutdown; the oldest go first to make room; 0: none are kept (such files are omitted)",
        IntField(&Config::resource_store_mb, 0, 1048576)},
+      {"MCP_EXEC_TASK_AFTER_S", "--task-after-s", Default(&Config::task_after_s), "seconds",
+       "a call from a client that declared the tasks extension (io.modelcontextprotocol/tasks) "
+       "still running after this is answered with a task to poll (tasks/get) while it runs on",
+       IntField(&Config::task_after_s, 0, 3600)},
+      {"MCP_EXEC_MAX_TASKS", "--max-tasks", Default(&Config::max_tasks), "tasks",
+       "tasks held at once, running or ended (an ended one keeps its result in memory for "
+       "MCP_EXEC_RESOURCE_TTL_S); past it calls are answered in place; 0: no tasks",
+       IntField(&Config::max_tasks, 0, 10000)},
       {"MCP_EXEC_MAX_IN_FILES", "--max-in-files", Default(&Config::max_in_files), "files",
        "files a call may pass in `files`", IntField(&Config::max_in_files, 0, 10000)},
       {"MCP_EXEC_MAX_IN_BYTES", "--max-in-bytes", Default(&Config::max_in_bytes), "bytes",

@@ -50,6 +50,9 @@ struct Config {
   int64_t max_result_bytes = 16384;  // the repr of the last expression
   int64_t resource_ttl_s = 900;      // links to what runs leave (ResourceStore)
   int64_t resource_store_mb = 1024;
+  // Calls answered as tasks (the io.modelcontextprotocol/tasks extension).
+  int64_t task_after_s = 5;
+  int64_t max_tasks = 32;
   // The caller's input files.
   int64_t max_in_files = 64;
   int64_t max_in_bytes = 4194304;  // all of them together, decoded

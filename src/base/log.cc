@@ -26,9 +26,10 @@ const char* Name(Level l) {
   return "?";
 }
 
-std::string Timestamp() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}  // namespace
+
+std::string Iso8601(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   time_t secs = ms / 1000;
   struct tm tm;
   gmtime_r(&secs, &tm);
@@ -37,7 +38,6 @@ std::string Timestamp() {
   snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
   return buf;
 }
-}  // namespace
 
 void SetLevel(const std::string& level) {
   Level l = Level::kInfo;
@@ -52,7 +52,8 @@ void SetLevel(const std::string& level) {
 
 void Write(Level level, const std::string& event, const nlohmann::json& fields) {
   if (static_cast<int>(level) < g_level.load()) return;
-  nlohmann::json line = {{"ts", Timestamp()}, {"level", Name(level)}, {"event", event}};
+  nlohmann::json line = {
+      {"ts", Iso8601(std::chrono::system_clock::now())}, {"level", Name(level)}, {"event", event}};
   if (fields.is_object()) {
     for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = it.value();
   }

@@ -99,6 +99,9 @@ std::string Metrics::Render(const Gauges& g) const {
   gauge("mcp_exec_streams", "Open server-sent event streams.", g.streams);
   gauge("mcp_exec_py_sessions", "Live Python sessions (the exec tool's session argument).",
         g.py_sessions);
+  gauge("mcp_exec_tasks",
+        "Tasks held (io.modelcontextprotocol/tasks): running, or ended and kept for polling.",
+        g.tasks);
   gauge("mcp_exec_py_session_starts_total", "Python sessions started.",
         static_cast<int64_t>(py_session_starts_), "counter");
   o << "# HELP mcp_exec_py_session_ends_total Python sessions ended, by reason.\n"

@@ -36,6 +36,7 @@ class Metrics {
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
     int64_t py_sessions = 0;
+    int64_t tasks = 0;  // held: working, or ended and kept
   };
   std::string Render(const Gauges& g) const;
 

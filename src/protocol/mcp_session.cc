@@ -143,6 +143,9 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
       client_ = client.is_object() && client.contains("name") && client["name"].is_string()
                     ? client["name"].get<std::string>()
                     : std::string();
+      const json caps = params.value("capabilities", json::object());
+      const json ext = caps.is_object() ? caps.value("extensions", json()) : json();
+      client_tasks_ = ext.is_object() && ext.contains(kTasksExtension);
     }
     initialized_ = true;
     log::Info("initialize",
@@ -153,6 +156,7 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
                     {{"tools", {{"listChanged", false}}},
                      {"resources", {{"listChanged", false}, {"subscribe", false}}}}},
                    {"serverInfo", stateless::ServerInfo()}};
+    if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
     std::string instructions = backend_.Instructions();
     if (!instructions.empty()) result["instructions"] = std::move(instructions);
     send_(jsonrpc::Result(id, std::move(result)));
@@ -181,6 +185,9 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
     return send_(jsonrpc::Result(id, {{"resourceTemplates", json::array()}}));
   }
   if (method == "resources/read") return ReadResource(id, params, false);
+  if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+    return HandleTaskRequest(id, method, params, false);
+  }
   send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
 }
 
@@ -202,6 +209,7 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
         {"supportedVersions", stateless::AllSupportedVersions()},
         {"capabilities",
          {{"tools", json::object()}, {"prompts", json::object()}, {"resources", json::object()}}}};
+    if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
     std::string instructions = backend_.Instructions();
     if (!instructions.empty()) result["instructions"] = std::move(instructions);
     return cached(std::move(result));
@@ -219,6 +227,9 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
   }
   if (method == "resources/read") return ReadResource(id, params, true);
   if (method == "subscriptions/listen") return StartListen(id);
+  if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+    return HandleTaskRequest(id, method, params, true);
+  }
   StartToolCall(id, params, true);
 }
 
@@ -347,25 +358,193 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
     ++in_flight_;
   }
   ToolBackend::Progress progress = MakeProgress(id, params, token);
-  std::thread([this, id, key, token, progress, result_of,
-               work = std::get<ToolBackend::Work>(std::move(accepted))] {
-    json result = result_of(work(*token, progress));
-    // A cancelled request gets no response (MCP cancellation); one ended by
-    // the server's shutdown is answered.
-    if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
-      send_(jsonrpc::Result(id, result));
+  auto work = std::get<ToolBackend::Work>(std::move(accepted));
+  TaskStore* store = backend_.tasks();
+  if (store && store->enabled() && DeclaresTasks(params, stateless_era)) {
+    return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
+  }
+  std::thread([this, id, key, token, progress, stateless_era, work = std::move(work)] {
+    json result = work(*token, progress);
+    AnswerCall(id, key, token, stateless_era ? stateless::Complete(std::move(result)) : result);
+  }).detach();
+}
+
+void McpSession::AnswerCall(const json& id, const std::string& key,
+                            const std::shared_ptr<CancelToken>& token, const json& result) {
+  // A cancelled request gets no response (MCP cancellation); one ended by
+  // the server's shutdown is answered.
+  if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
+    send_(jsonrpc::Result(id, result));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ForgetCallLocked(key, token);
+  --in_flight_;
+  idle_cv_.notify_all();
+}
+
+void McpSession::ForgetCallLocked(const std::string& key,
+                                  const std::shared_ptr<CancelToken>& token) {
+  auto [first, last] = calls_.equal_range(key);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == token) {
+      calls_.erase(it);
+      break;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto [first, last] = calls_.equal_range(key);
-    for (auto it = first; it != last; ++it) {
-      if (it->second == token) {
-        calls_.erase(it);
-        break;
+  }
+}
+
+namespace {
+
+// A call of a client that declared tasks, between its work's thread and the
+// call's: its result once the work is done, and its task once it has one.
+// (clang-tidy cannot see that nlohmann::json's implicit moves do not throw.)
+struct TaskableCall {  // NOLINT(bugprone-exception-escape)
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  json result;
+  std::string task;  // set when the call became a task
+};
+
+std::string TaskProgressMessage(double seconds, const std::string& newest) {
+  return "running for " + std::to_string(static_cast<int64_t>(seconds)) +
+         " s; newest output: " + newest;
+}
+
+}  // namespace
+
+// The work's thread never touches the session: before the hand-off its
+// progress goes through `progress` (the call's thread, which the session
+// waits for, is still there), after it everything goes to the store, which
+// outlives every session.
+void McpSession::StartTaskableCall(const json& id, const std::string& key,
+                                   const std::shared_ptr<CancelToken>& token,
+                                   const ToolBackend::Progress& progress, bool stateless_era,
+                                   ToolBackend::Work work, TaskStore& store) {
+  auto call = std::make_shared<TaskableCall>();
+  ToolBackend::Progress routed = [call, progress, &store](double seconds, const std::string& m) {
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (!call->task.empty()) return store.Progress(call->task, TaskProgressMessage(seconds, m));
+    if (progress) progress(seconds, m);
+  };
+  std::thread([call, token, routed, stateless_era, &store, work = std::move(work)]() mutable {
+    json result = work(*token, routed);
+    if (stateless_era) result = stateless::Complete(std::move(result));
+    work = nullptr;  // what it holds (a session's place in line) goes before the task ends
+    std::unique_lock<std::mutex> lock(call->mu);
+    call->done = true;
+    if (call->task.empty()) {
+      call->result = std::move(result);
+      call->cv.notify_all();
+      return;
+    }
+    const std::string task = call->task;
+    lock.unlock();
+    store.Finish(task, std::move(result));
+  }).detach();
+  std::thread([this, id, key, token, call, stateless_era, &store] {
+    std::unique_lock<std::mutex> lock(call->mu);
+    if (!call->cv.wait_for(lock, store.options().after, [&] { return call->done; })) {
+      // Out of calls_ first: a notifications/cancelled or the session's end
+      // no longer reaches a task (tasks/cancel does).
+      bool cancelled;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        cancelled = token->cancelled();
+        if (!cancelled) ForgetCallLocked(key, token);
+      }
+      std::string task;
+      std::optional<json> created;
+      if (!cancelled) {
+        created = store.Create(token, &task);
+        if (!created) {
+          std::lock_guard<std::mutex> l(mu_);
+          calls_.emplace(key, token);  // the store is full: answered in place
+        }
+      }
+      if (created) {
+        call->task = task;
+        lock.unlock();
+        json result = stateless_era ? stateless::Complete(std::move(*created)) : *created;
+        result["resultType"] = "task";
+        send_(jsonrpc::Result(id, result));
+        std::lock_guard<std::mutex> l(mu_);
+        --in_flight_;
+        idle_cv_.notify_all();
+        return;
       }
     }
-    --in_flight_;
-    idle_cv_.notify_all();
+    call->cv.wait(lock, [&] { return call->done; });
+    json result = std::move(call->result);
+    lock.unlock();
+    AnswerCall(id, key, token, result);
   }).detach();
+}
+
+bool McpSession::DeclaresTasks(const json& params, bool stateless_era) const {
+  const json meta = params.value("_meta", json::object());
+  const json caps =
+      meta.is_object() ? meta.value(stateless::kMetaClientCapabilities, json()) : json();
+  const json ext = caps.is_object() ? caps.value("extensions", json()) : json();
+  if (ext.is_object() && ext.contains(kTasksExtension) && ext[kTasksExtension].is_object()) {
+    return true;
+  }
+  if (stateless_era) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_tasks_;
+}
+
+json McpSession::Extensions() const {
+  TaskStore* store = backend_.tasks();
+  json ext = json::object();
+  if (store && store->enabled()) ext[kTasksExtension] = json::object();
+  return ext;
+}
+
+// The extension's methods. A client that did not declare it is refused
+// (-32021); an id that names no task, never had or expired, is -32602.
+void McpSession::HandleTaskRequest(const json& id, const std::string& method, const json& params,
+                                   bool stateless_era) {
+  if (!DeclaresTasks(params, stateless_era)) {
+    json error = jsonrpc::Error(
+        id, stateless::kMissingRequiredClientCapability,
+        std::string("Missing required client capability: ") + method + " is of the extension " +
+            kTasksExtension + "; declare it in the request's _meta " +
+            stateless::kMetaClientCapabilities + ".extensions" +
+            (stateless_era ? "" : " or in initialize's capabilities.extensions"));
+    error["error"]["data"] = {
+        {"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}};
+    return send_(error);
+  }
+  const json task_id = params.value("taskId", json());
+  if (!task_id.is_string()) {
+    return send_(jsonrpc::Error(id, jsonrpc::kInvalidParams, "params.taskId must be a string"));
+  }
+  const std::string& tid = task_id.get_ref<const std::string&>();
+  auto complete = [stateless_era](json r) {
+    if (stateless_era) r = stateless::Complete(std::move(r));
+    r["resultType"] = "complete";
+    return r;
+  };
+  TaskStore* store = backend_.tasks();
+  std::optional<json> found;
+  if (store && method == "tasks/get") {
+    found = store->Get(tid);
+  } else if (store && method == "tasks/cancel") {
+    if (store->Cancel(tid)) found = json::object();
+  } else if (store && store->Known(tid)) {
+    found = json::object();  // tasks/update: this server never asks for input
+  }
+  if (!found) {
+    json error = jsonrpc::Error(
+        id, jsonrpc::kInvalidParams,
+        "Failed to retrieve task: no task " + tid +
+            " (a task is kept for MCP_EXEC_RESOURCE_TTL_S after its run ends, and none outlives "
+            "the server)");
+    error["error"]["data"] = {{"taskId", task_id}};
+    return send_(error);
+  }
+  send_(jsonrpc::Result(id, complete(std::move(*found))));
 }
 
 ToolBackend::Progress McpSession::MakeProgress(const json& id, const json& params,

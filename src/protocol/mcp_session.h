@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/cancel.h"
+#include "protocol/tasks.h"
 
 namespace mcpexec {
 
@@ -70,6 +71,9 @@ class ToolBackend {
     nlohmann::json meta;  // the result's _meta (an object; may be empty)
   };
   virtual std::optional<Resource> ReadResource(const std::string& /*uri*/) { return std::nullopt; }
+  // The server's tasks (shared by every session); nullptr: calls are always
+  // answered in place.
+  virtual TaskStore* tasks() { return nullptr; }
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}
@@ -142,6 +146,27 @@ class McpSession {
                               const nlohmann::json& params);
   void StartToolCall(const nlohmann::json& id, const nlohmann::json& params,
                      bool stateless_era = false);
+  // A call from a client that declared tasks: its work runs on a thread of
+  // its own, and the call's thread answers it, or hands it to the task store
+  // once it has run for TaskOptions::after.
+  void StartTaskableCall(const nlohmann::json& id, const std::string& key,
+                         const std::shared_ptr<CancelToken>& token,
+                         const ToolBackend::Progress& progress, bool stateless_era,
+                         ToolBackend::Work work, TaskStore& store);
+  // tasks/get, tasks/cancel, tasks/update.
+  void HandleTaskRequest(const nlohmann::json& id, const std::string& method,
+                         const nlohmann::json& params, bool stateless_era);
+  // Whether the request's client declared io.modelcontextprotocol/tasks: in
+  // the request's _meta clientCapabilities, or (2025 era) at initialize.
+  bool DeclaresTasks(const nlohmann::json& params, bool stateless_era) const;
+  // The advertised capabilities.extensions (the tasks extension when the
+  // server keeps tasks).
+  nlohmann::json Extensions() const;
+  // The call's answer, unless the client cancelled it (MCP cancellation:
+  // no answer); then it leaves calls_ and in_flight_.
+  void AnswerCall(const nlohmann::json& id, const std::string& key,
+                  const std::shared_ptr<CancelToken>& token, const nlohmann::json& result);
+  void ForgetCallLocked(const std::string& key, const std::shared_ptr<CancelToken>& token);
   void StartListen(const nlohmann::json& id);
   void ReadResource(const nlohmann::json& id, const nlohmann::json& params, bool stateless_era);
 
@@ -157,7 +182,8 @@ class McpSession {
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::string protocol_version_;
-  std::string client_;  // initialize's clientInfo.name
+  std::string client_;         // initialize's clientInfo.name
+  bool client_tasks_ = false;  // initialize's capabilities.extensions named tasks
   // key: id.dump(); a client may (wrongly) reuse the id of a call in flight:
   // every call stays reachable for cancellation.
   std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;

@@ -16,10 +16,10 @@ namespace {
 constexpr std::array<std::string_view, 8> kLogLevels = {"debug", "info",     "notice", "warning",
                                                         "error", "critical", "alert",  "emergency"};
 
-constexpr std::array<std::string_view, 9> kServedMethods = {
-    "server/discover",     "tools/list",     "tools/call",     "prompts/list",
-    "prompts/get",         "resources/list", "resources/read", "resources/templates/list",
-    "subscriptions/listen"};
+constexpr std::array<std::string_view, 12> kServedMethods = {
+    "server/discover",      "tools/list",     "tools/call",     "prompts/list",
+    "prompts/get",          "resources/list", "resources/read", "resources/templates/list",
+    "subscriptions/listen", "tasks/get",      "tasks/cancel",   "tasks/update"};
 
 bool IsLegacyVersion(const std::string& v) {
   for (const std::string& s : kSupportedProtocolVersions) {

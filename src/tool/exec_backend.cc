@@ -13,6 +13,21 @@ namespace mcpexec {
 
 using json = nlohmann::json;
 
+namespace {
+
+TaskOptions TaskOptionsFor(const Config& c) {
+  TaskOptions o;
+  o.after = std::chrono::seconds(c.task_after_s);
+  o.max_tasks = c.max_tasks;
+  // A task's result lasts as long as the resources its links name.
+  o.keep = std::chrono::seconds(c.resource_ttl_s);
+  // The longest a run goes once it started: its timeout, then the kill.
+  o.run_bound = std::chrono::seconds(c.max_timeout_s + 30);
+  return o;
+}
+
+}  // namespace
+
 ExecBackend::ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
                          Executor& executor, SessionPool& sessions, Metrics& metrics,
                          std::string sandbox_summary)
@@ -22,7 +37,8 @@ ExecBackend::ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& 
       executor_(executor),
       sessions_(sessions),
       metrics_(metrics),
-      sandbox_summary_(std::move(sandbox_summary)) {}
+      sandbox_summary_(std::move(sandbox_summary)),
+      tasks_(TaskOptionsFor(config)) {}
 
 bool ExecBackend::Ready() const {
   return zygote_.WaitReady(0) && SandboxRefusal(zygote_.report()).empty() &&
@@ -38,6 +54,7 @@ std::string ExecBackend::MetricsText(int64_t sessions, int64_t streams) const {
   g.sessions = sessions;
   g.streams = streams;
   g.py_sessions = sessions_.live();
+  g.tasks = static_cast<int64_t>(tasks_.size());
   return metrics_.Render(g);
 }
 

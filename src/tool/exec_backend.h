@@ -33,6 +33,11 @@ class ExecBackend : public ToolBackend, public ServerHealth {
                                             const CallContext& context) override;
   std::optional<Resource> ReadResource(const std::string& uri) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
+  TaskStore* tasks() override { return &tasks_; }
+
+  // The server is stopping: runs that became tasks are ended (their results
+  // say "shutdown") and waited for, before the sessions and the executor go.
+  void EndTasks() { tasks_.Shutdown(std::chrono::seconds(30)); }
 
   // ServerHealth
   bool Ready() const override;
@@ -50,6 +55,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   SessionPool& sessions_;
   Metrics& metrics_;
   std::string sandbox_summary_;
+  TaskStore tasks_;
 };
 
 // The run a validated request asks for, and the tool's result for a run's

@@ -104,9 +104,16 @@ std::optional<std::string> CheckStandardHeaders(const HeaderList& headers, const
                                  ? msg.value("method", std::string())
                                  : std::string();
   if (auto failed = MustEqual(headers, "Mcp-Method", false, method)) return failed;
-  const char* source = method == "resources/read"                            ? "uri"
-                       : (method == "tools/call" || method == "prompts/get") ? "name"
-                                                                             : nullptr;
+  // Mcp-Name mirrors the body's name, uri or (the tasks extension's
+  // methods, so that a balancer routes them to the task's instance) taskId.
+  const char* source = nullptr;
+  if (method == "resources/read") {
+    source = "uri";
+  } else if (method == "tools/call" || method == "prompts/get") {
+    source = "name";
+  } else if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+    source = "taskId";
+  }
   if (!source) return std::nullopt;
   const json name = params.is_object() ? params.value(source, json()) : json();
   if (!name.is_string()) return std::nullopt;  // the body's own fault, said by the method

@@ -2,7 +2,8 @@
 // (basic/transports/streamable-http.mdx, "Standard Request Headers",
 // "Custom Headers", "Value Encoding", "Server Validation"): MCP-Protocol-
 // Version, Mcp-Method, Mcp-Name (tools/call, prompts/get: params.name;
-// resources/read: params.uri) and Mcp-Param-{Name} for the tool's input
+// resources/read: params.uri; tasks/get, tasks/cancel, tasks/update:
+// params.taskId, ext-tasks' "Routing Headers") and Mcp-Param-{Name} for the tool's input
 // properties marked x-mcp-header. A header that is missing, repeated, holds
 // a character outside the visible ASCII range, space and tab, or says
 // something else than the body is a HeaderMismatch (-32020, HTTP 400).

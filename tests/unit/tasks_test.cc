@@ -1,0 +1,295 @@
+#include "protocol/tasks.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "protocol/mcp_session.h"
+#include "protocol/stateless.h"
+
+namespace mcpexec {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+TaskOptions Quick() {
+  TaskOptions o;
+  o.after = milliseconds(50);
+  o.max_tasks = 4;
+  o.keep = milliseconds(60000);
+  o.run_bound = milliseconds(1000);
+  return o;
+}
+
+TEST(TaskStoreTest, ATaskIsWorkingThenCompletedWithItsResult) {
+  TaskStore store(Quick());
+  auto token = std::make_shared<CancelToken>();
+  std::string id;
+  auto created = store.Create(token, &id);
+  ASSERT_TRUE(created);
+  EXPECT_EQ((*created)["resultType"], "task");
+  EXPECT_EQ((*created)["taskId"], id);
+  EXPECT_EQ((*created)["status"], "working");
+  EXPECT_EQ((*created)["pollIntervalMs"], 1000);
+  EXPECT_GE((*created)["ttlMs"].get<int64_t>(), 61000);  // the run's bound, then keep
+  EXPECT_FALSE(created->contains("result"));
+  store.Progress(id, "running for 3 s; newest output: x");
+  auto working = store.Get(id);
+  ASSERT_TRUE(working);
+  EXPECT_EQ((*working)["status"], "working");
+  EXPECT_EQ((*working)["statusMessage"], "running for 3 s; newest output: x");
+  EXPECT_FALSE(working->contains("resultType"));  // the caller's: "complete" for tasks/get
+  store.Finish(id, {{"content", json::array()}, {"isError", false}});
+  auto done = store.Get(id);
+  ASSERT_TRUE(done);
+  EXPECT_EQ((*done)["status"], "completed");
+  EXPECT_EQ((*done)["result"], json({{"content", json::array()}, {"isError", false}}));
+  EXPECT_LT((*done)["ttlMs"].get<int64_t>(), 61000);  // now exactly keep after the end
+  EXPECT_GE((*done)["ttlMs"].get<int64_t>(), 60000);
+  EXPECT_FALSE(token->cancelled());
+}
+
+TEST(TaskStoreTest, CancelEndsTheRunAndKeepsItsOutput) {
+  TaskStore store(Quick());
+  auto token = std::make_shared<CancelToken>();
+  std::string id;
+  ASSERT_TRUE(store.Create(token, &id));
+  EXPECT_TRUE(store.Cancel(id));
+  EXPECT_TRUE(token->cancelled());
+  EXPECT_EQ(token->reason(), CancelReason::kClient);
+  EXPECT_EQ((*store.Get(id))["status"], "working");  // until the run has ended
+  store.Finish(id, {{"content", json::array({{{"type", "text"}, {"text", "so far"}}})}});
+  auto t = store.Get(id);
+  EXPECT_EQ((*t)["status"], "cancelled");
+  EXPECT_EQ((*t)["result"]["content"][0]["text"], "so far");
+  EXPECT_TRUE(store.Cancel(id));  // an ended task: acknowledged, nothing to end
+  EXPECT_FALSE(store.Cancel("no-such-task"));
+  EXPECT_FALSE(store.Get("no-such-task"));
+  EXPECT_FALSE(store.Known("no-such-task"));
+}
+
+TEST(TaskStoreTest, BoundedAndExpiredAfterKeep) {
+  TaskOptions o = Quick();
+  o.max_tasks = 1;
+  o.keep = milliseconds(50);
+  TaskStore store(o);
+  std::string a, b;
+  ASSERT_TRUE(store.Create(std::make_shared<CancelToken>(), &a));
+  EXPECT_FALSE(store.Create(std::make_shared<CancelToken>(), &b)) << "past MCP_EXEC_MAX_TASKS";
+  store.Finish(a, json::object());
+  EXPECT_TRUE(store.Known(a));
+  EXPECT_FALSE(store.Create(std::make_shared<CancelToken>(), &b)) << "an ended task still counts";
+  std::this_thread::sleep_for(milliseconds(80));
+  EXPECT_FALSE(store.Get(a)) << "expired";
+  EXPECT_TRUE(store.Create(std::make_shared<CancelToken>(), &b));
+  EXPECT_NE(a, b);
+  store.Finish(b, json::object());
+}
+
+TEST(TaskStoreTest, IdsAreUnguessable) {
+  TaskOptions o = Quick();
+  o.max_tasks = 200;
+  TaskStore store(o);
+  std::set<std::string> ids;
+  for (int i = 0; i < 200; ++i) {
+    std::string id;
+    ASSERT_TRUE(store.Create(std::make_shared<CancelToken>(), &id));
+    EXPECT_EQ(id.size(), 22u);  // 16 random bytes, URL-safe base64
+    ids.insert(id);
+    store.Finish(id, json::object());
+  }
+  EXPECT_EQ(ids.size(), 200u);
+}
+
+TEST(TaskStoreTest, NoneWhenOff) {
+  TaskOptions o = Quick();
+  o.max_tasks = 0;
+  TaskStore store(o);
+  EXPECT_FALSE(store.enabled());
+  std::string id;
+  EXPECT_FALSE(store.Create(std::make_shared<CancelToken>(), &id));
+}
+
+TEST(TaskStoreTest, ShutdownEndsWorkingRunsAndWaitsForThem) {
+  TaskStore store(Quick());
+  auto token = std::make_shared<CancelToken>();
+  std::string id;
+  ASSERT_TRUE(store.Create(token, &id));
+  std::atomic<bool> finished{false};
+  std::thread run([&] {
+    while (!token->cancelled()) std::this_thread::sleep_for(milliseconds(1));
+    std::this_thread::sleep_for(milliseconds(50));
+    finished = true;
+    store.Finish(id, {{"reason", "shutdown"}});
+  });
+  store.Shutdown(milliseconds(5000));
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(token->reason(), CancelReason::kShutdown);
+  std::string later;
+  EXPECT_FALSE(store.Create(std::make_shared<CancelToken>(), &later)) << "stopping";
+  run.join();
+}
+
+// ------------------------------------------------ through an McpSession
+
+// Runs "block" until it is cancelled (then says so); anything else at once.
+class TaskBackend : public ToolBackend {
+ public:
+  explicit TaskBackend(TaskOptions o) : store_(o) {}
+  json ToolDescriptor() const override { return {{"name", "exec"}}; }
+  std::string ToolName() const override { return "exec"; }
+  std::variant<Work, json> Accept(const json& arguments, const CallContext&) override {
+    const std::string code = arguments.value("code", "");
+    return Work([code](CancelToken& cancel, const Progress& progress) {
+      if (code != "block") return json{{"content", json::array()}, {"ran", code}};
+      for (int i = 0; !cancel.cancelled(); ++i) {
+        if (progress && i % 20 == 0) progress(i / 100.0, "tick");
+        std::this_thread::sleep_for(milliseconds(5));
+      }
+      return json{
+          {"content", json::array()},
+          {"reason", cancel.reason() == CancelReason::kShutdown ? "shutdown" : "cancelled"}};
+    });
+  }
+  TaskStore* tasks() override { return &store_; }
+  TaskStore store_;
+};
+
+class Collector {
+ public:
+  McpSession::Sender sender() {
+    return [this](const json& m) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_.push_back(m);
+      cv_.notify_all();
+    };
+  }
+  json WaitFor(const json& id, milliseconds timeout = milliseconds(5000)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    json found;
+    cv_.wait_for(lock, timeout, [&] {
+      for (auto& m : sent_) {
+        if (m.contains("id") && m["id"] == id) {
+          found = m;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<json> sent_;
+};
+
+json Request(const json& id, const std::string& method, json params, bool tasks) {
+  params["_meta"] = {
+      {stateless::kMetaProtocolVersion, stateless::kVersion},
+      {stateless::kMetaClientCapabilities,
+       tasks ? json{{"extensions", {{kTasksExtension, json::object()}}}} : json::object()},
+      {stateless::kMetaClientInfo, {{"name", "t"}, {"version", "1"}}}};
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+}
+
+json CallBlock(const json& id, bool tasks) {
+  return Request(id, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}, tasks);
+}
+
+TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
+  TaskBackend backend(Quick());
+  std::string id;
+  {
+    Collector out;
+    McpSession session(backend, out.sender());
+    session.Handle(CallBlock(1, true));
+    json created = out.WaitFor(1);
+    ASSERT_EQ(created["result"]["resultType"], "task") << created.dump();
+    EXPECT_EQ(created["result"]["status"], "working");
+    EXPECT_TRUE(created["result"]["_meta"].contains(stateless::kMetaServerInfo));
+    id = created["result"]["taskId"];
+    EXPECT_EQ(session.in_flight(), 0) << "the session no longer waits for it";
+  }  // the session (its connection) ends; the task's run goes on
+  std::this_thread::sleep_for(milliseconds(250));
+  json working = *backend.store_.Get(id);
+  EXPECT_EQ(working["status"], "working");
+  EXPECT_EQ(working["statusMessage"], "running for 0 s; newest output: tick");
+
+  Collector out;
+  McpSession other(backend, out.sender());
+  other.Handle(Request(2, "tasks/get", {{"taskId", id}}, false));
+  EXPECT_EQ(out.WaitFor(2)["error"]["code"], stateless::kMissingRequiredClientCapability);
+  other.Handle(Request(3, "tasks/cancel", {{"taskId", id}}, true));
+  EXPECT_EQ(out.WaitFor(3)["result"]["resultType"], "complete");
+  json task;
+  for (int i = 0; i < 500; ++i) {
+    other.Handle(Request(100 + i, "tasks/get", {{"taskId", id}}, true));
+    task = out.WaitFor(100 + i)["result"];
+    if (task["status"] != "working") break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(task["status"], "cancelled") << task.dump();
+  EXPECT_EQ(task["resultType"], "complete");
+  EXPECT_EQ(task["result"]["reason"], "cancelled");
+  EXPECT_EQ(task["result"]["resultType"], "complete") << "the call's own result, as given";
+}
+
+TEST(SessionTaskTest, WithoutTheExtensionOrWhenQuickTheCallIsAnsweredInPlace) {
+  TaskBackend backend(Quick());
+  Collector out;
+  McpSession session(backend, out.sender());
+  session.Handle(
+      Request(1, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "x"}}}}, true));
+  json quick = out.WaitFor(1);
+  EXPECT_EQ(quick["result"]["ran"], "x");
+  EXPECT_EQ(quick["result"]["resultType"], "complete");
+
+  session.Handle(CallBlock(2, false));
+  EXPECT_TRUE(out.WaitFor(2, milliseconds(300)).is_null()) << "no task for this client";
+  EXPECT_EQ(session.in_flight(), 1);
+  EXPECT_EQ(backend.store_.size(), 0u);
+  session.CancelAll(CancelReason::kShutdown);
+  EXPECT_EQ(out.WaitFor(2)["result"]["reason"], "shutdown");
+}
+
+TEST(SessionTaskTest, TheLegacyEraDeclaresAtInitialize) {
+  TaskBackend backend(Quick());
+  Collector out;
+  McpSession session(backend, out.sender());
+  session.Handle({{"jsonrpc", "2.0"},
+                  {"id", 0},
+                  {"method", "initialize"},
+                  {"params",
+                   {{"protocolVersion", "2025-11-25"},
+                    {"capabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}}}});
+  json init = out.WaitFor(0);
+  EXPECT_EQ(init["result"]["capabilities"]["extensions"],
+            json({{kTasksExtension, json::object()}}));
+  session.Handle({{"jsonrpc", "2.0"},
+                  {"id", 1},
+                  {"method", "tools/call"},
+                  {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}}});
+  json created = out.WaitFor(1);
+  ASSERT_EQ(created["result"]["resultType"], "task") << created.dump();
+  EXPECT_FALSE(created["result"].contains("_meta")) << "no 2026-07-28 envelope in 2025";
+  const std::string id = created["result"]["taskId"];
+  // notifications/cancelled no longer reaches a task (the extension's rule).
+  session.Handle(
+      {{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 1}}}});
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ((*backend.store_.Get(id))["status"], "working");
+  backend.store_.Shutdown(milliseconds(5000));
+  json ended = *backend.store_.Get(id);
+  EXPECT_EQ(ended["status"], "completed");
+  EXPECT_EQ(ended["result"]["reason"], "shutdown");
+}
+
+}  // namespace
+}  // namespace mcpexec
