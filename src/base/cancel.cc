@@ -10,8 +10,11 @@ namespace mcpexec {
 CancelToken::CancelToken() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 void CancelToken::Cancel(CancelReason why) {
-  if (cancelled_.exchange(true)) return;
+  // The reason is in place before anyone can see the token cancelled: a
+  // reader of a shutdown's cancel must not take it for a client's.
+  if (claimed_.exchange(true)) return;
   reason_ = static_cast<int>(why);
+  cancelled_ = true;
   uint64_t one = 1;
   (void)!write(fd_.get(), &one, sizeof one);
   std::lock_guard<std::mutex> lock(hook_mu_);

@@ -28,6 +28,7 @@ class CancelToken {
   int fd() const { return fd_.get(); }  // readable once cancelled
 
  private:
+  std::atomic<bool> claimed_{false};  // the first Cancel's
   std::atomic<bool> cancelled_{false};
   std::atomic<int> reason_{0};
   std::mutex hook_mu_;

@@ -143,9 +143,6 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
       client_ = client.is_object() && client.contains("name") && client["name"].is_string()
                     ? client["name"].get<std::string>()
                     : std::string();
-      const json caps = params.value("capabilities", json::object());
-      const json ext = caps.is_object() ? caps.value("extensions", json()) : json();
-      client_tasks_ = ext.is_object() && ext.contains(kTasksExtension);
     }
     initialized_ = true;
     log::Info("initialize",
@@ -360,7 +357,7 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   ToolBackend::Progress progress = MakeProgress(id, params, token);
   auto work = std::get<ToolBackend::Work>(std::move(accepted));
   TaskStore* store = backend_.tasks();
-  if (store && store->enabled() && DeclaresTasks(params, stateless_era)) {
+  if (store && store->enabled() && DeclaresTasks(params)) {
     return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
   }
   std::thread([this, id, key, token, progress, stateless_era, work = std::move(work)] {
@@ -445,22 +442,17 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
   std::thread([this, id, key, token, call, stateless_era, &store] {
     std::unique_lock<std::mutex> lock(call->mu);
     if (!call->cv.wait_for(lock, store.options().after, [&] { return call->done; })) {
-      // Out of calls_ first: a notifications/cancelled or the session's end
-      // no longer reaches a task (tasks/cancel does).
-      bool cancelled;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        cancelled = token->cancelled();
-        if (!cancelled) ForgetCallLocked(key, token);
-      }
+      // The task is made and the call leaves calls_ at once (under mu_, so
+      // that no cancel of the call falls in between): from then on
+      // notifications/cancelled and the session's end no longer reach it
+      // (tasks/cancel does). A full store: answered in place, as without
+      // the extension.
       std::string task;
       std::optional<json> created;
-      if (!cancelled) {
-        created = store.Create(token, &task);
-        if (!created) {
-          std::lock_guard<std::mutex> l(mu_);
-          calls_.emplace(key, token);  // the store is full: answered in place
-        }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!token->cancelled()) created = store.Create(token, &task);
+        if (created) ForgetCallLocked(key, token);
       }
       if (created) {
         call->task = task;
@@ -481,17 +473,16 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
   }).detach();
 }
 
-bool McpSession::DeclaresTasks(const json& params, bool stateless_era) const {
+// Per request, in both eras: the extension's server "MUST NOT return
+// CreateTaskResult to a client that did not include the extension
+// capability on its request, regardless of prior declarations" (so not on
+// the strength of initialize's capabilities either).
+bool McpSession::DeclaresTasks(const json& params) {
   const json meta = params.value("_meta", json::object());
   const json caps =
       meta.is_object() ? meta.value(stateless::kMetaClientCapabilities, json()) : json();
   const json ext = caps.is_object() ? caps.value("extensions", json()) : json();
-  if (ext.is_object() && ext.contains(kTasksExtension) && ext[kTasksExtension].is_object()) {
-    return true;
-  }
-  if (stateless_era) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  return client_tasks_;
+  return ext.is_object() && ext.contains(kTasksExtension) && ext[kTasksExtension].is_object();
 }
 
 json McpSession::Extensions() const {
@@ -505,13 +496,12 @@ json McpSession::Extensions() const {
 // (-32021); an id that names no task, never had or expired, is -32602.
 void McpSession::HandleTaskRequest(const json& id, const std::string& method, const json& params,
                                    bool stateless_era) {
-  if (!DeclaresTasks(params, stateless_era)) {
-    json error = jsonrpc::Error(
-        id, stateless::kMissingRequiredClientCapability,
-        std::string("Missing required client capability: ") + method + " is of the extension " +
-            kTasksExtension + "; declare it in the request's _meta " +
-            stateless::kMetaClientCapabilities + ".extensions" +
-            (stateless_era ? "" : " or in initialize's capabilities.extensions"));
+  if (!DeclaresTasks(params)) {
+    json error = jsonrpc::Error(id, stateless::kMissingRequiredClientCapability,
+                                std::string("Missing required client capability: ") + method +
+                                    " is of the extension " + kTasksExtension +
+                                    "; declare it in the request's _meta " +
+                                    stateless::kMetaClientCapabilities + ".extensions");
     error["error"]["data"] = {
         {"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}};
     return send_(error);
@@ -538,9 +528,9 @@ void McpSession::HandleTaskRequest(const json& id, const std::string& method, co
   if (!found) {
     json error = jsonrpc::Error(
         id, jsonrpc::kInvalidParams,
-        "Failed to retrieve task: no task " + tid +
-            " (a task is kept for MCP_EXEC_RESOURCE_TTL_S after its run ends, and none outlives "
-            "the server)");
+        "Failed to retrieve task: no such task (it never was, or it expired: a task is kept " +
+            std::to_string(store ? store->options().keep.count() / 1000 : 0) +
+            " s after its run ends, MCP_EXEC_RESOURCE_TTL_S, and none outlives the server)");
     error["error"]["data"] = {{"taskId", task_id}};
     return send_(error);
   }

@@ -156,9 +156,9 @@ class McpSession {
   // tasks/get, tasks/cancel, tasks/update.
   void HandleTaskRequest(const nlohmann::json& id, const std::string& method,
                          const nlohmann::json& params, bool stateless_era);
-  // Whether the request's client declared io.modelcontextprotocol/tasks: in
-  // the request's _meta clientCapabilities, or (2025 era) at initialize.
-  bool DeclaresTasks(const nlohmann::json& params, bool stateless_era) const;
+  // Whether the request declares io.modelcontextprotocol/tasks (its _meta
+  // clientCapabilities.extensions), in either era.
+  static bool DeclaresTasks(const nlohmann::json& params);
   // The advertised capabilities.extensions (the tasks extension when the
   // server keeps tasks).
   nlohmann::json Extensions() const;
@@ -182,8 +182,7 @@ class McpSession {
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   std::string protocol_version_;
-  std::string client_;         // initialize's clientInfo.name
-  bool client_tasks_ = false;  // initialize's capabilities.extensions named tasks
+  std::string client_;  // initialize's clientInfo.name
   // key: id.dump(); a client may (wrongly) reuse the id of a call in flight:
   // every call stays reachable for cancellation.
   std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;

@@ -22,9 +22,14 @@ std::optional<json> TaskStore::Create(std::shared_ptr<CancelToken> cancel, std::
   std::lock_guard<std::mutex> lock(mu_);
   ExpireLocked(now);
   if (stopping_ || !enabled() || static_cast<int64_t>(tasks_.size()) >= options_.max_tasks) {
-    if (!stopping_ && enabled()) log::Warn("tasks_full", {{"max_tasks", options_.max_tasks}});
+    // Once per spell of fullness, not once per call.
+    if (!stopping_ && enabled() && !full_logged_) {
+      log::Warn("tasks_full", {{"max_tasks", options_.max_tasks}});
+      full_logged_ = true;
+    }
     return std::nullopt;
   }
+  full_logged_ = false;
   // 128 random bits, like the resource URIs and the session handles.
   *id = RandomToken(16);
   Task t;
@@ -57,9 +62,13 @@ void TaskStore::Finish(const std::string& id, json result) {
   t.ended = Clock::now();
   t.updated_wall = std::chrono::system_clock::now();
   const bool tool_error = result.is_object() && result.value("isError", false);
-  if (t.cancel_asked) {
+  const bool cut = t.cancel->cancelled();
+  if (t.cancel_asked || (cut && t.cancel->reason() == CancelReason::kClient)) {
     t.status = "cancelled";
-    t.message = "cancelled by tasks/cancel; the output so far is in result";
+    t.message = "cancelled; the output so far is in result";
+  } else if (cut) {
+    t.status = "completed";
+    t.message = "ended by the server's shutdown; the output so far is in result";
   } else {
     t.status = "completed";
     t.message = tool_error ? "the call ended with a tool error; it is in result"
@@ -133,6 +142,11 @@ bool TaskStore::Known(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   ExpireLocked(Clock::now());
   return tasks_.count(id) > 0;
+}
+
+int64_t TaskStore::working() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return working_;
 }
 
 size_t TaskStore::size() const {

@@ -72,7 +72,8 @@ class TaskStore {
   // Every working task's run is ended (its result says "shutdown") and
   // waited for (a warning every `wait`); later Creates are refused.
   void Shutdown(std::chrono::milliseconds wait);
-  size_t size() const;
+  size_t size() const;      // held, expired ones not counted
+  int64_t working() const;  // runs still going
 
  private:
   struct Task {
@@ -95,6 +96,7 @@ class TaskStore {
   std::map<std::string, Task> tasks_;
   int64_t working_ = 0;
   bool stopping_ = false;
+  bool full_logged_ = false;
 };
 
 }  // namespace mcpexec

@@ -265,6 +265,14 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
   if (auto refusal = CheckPostHeaders(req)) return ex.Reply(std::move(*refusal));
   json msg;
   if (auto refusal = ParsePostMessage(req, &msg)) return ex.Reply(std::move(*refusal));
+  // While it drains the server takes nothing new, but a task's client may
+  // still poll it (its run has the grace too).
+  if (stopping_) {
+    const json method = msg.is_object() ? msg.value("method", json()) : json();
+    if (!method.is_string() || method.get<std::string>().rfind("tasks/", 0) != 0) {
+      return ex.Reply(PlainError(503, "the server is shutting down"));
+    }
+  }
   const std::string version_header(mcp_headers::TrimOws(req.Header("MCP-Protocol-Version")));
   if (stateless::ClassifyMessage(
           msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr) ==
@@ -333,7 +341,6 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg, htt
 }
 
 std::optional<http::Response> HttpTransport::CheckPostHeaders(const http::Request& req) const {
-  if (stopping_) return PlainError(503, "the server is shutting down");
   if (!MediaTypeIs(req.Header("Content-Type"), "application/json")) {
     return PlainError(415, "Content-Type must be application/json");
   }
@@ -552,11 +559,13 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
 void HttpTransport::Drain() {
   // Open listens have nothing more coming: each gets its closing result.
   for (auto& s : stateless_.All()) s->mcp().EndListens();
+  // Calls, and the runs of tasks (whose clients poll from anywhere).
   auto running = [&] {
     for (auto& s : AllSessions()) {
       if (s->mcp().in_flight() > 0) return true;
     }
-    return false;
+    TaskStore* tasks = tools_.tasks();
+    return tasks && tasks->working() > 0;
   };
   // A session with nothing left to say ends its streams; legacy answers
   // travel on them, so not before.

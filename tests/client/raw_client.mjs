@@ -4,7 +4,8 @@
 // experimental tasks). Over stdio (a spawned server, one JSON line each way)
 // and streamable HTTP (a server from startHttpServer(): 2025 sessions after
 // initialize, or 2026-07-28 POSTs with their mirrored headers), in either
-// protocol era. Every client declares what it is given in `capabilities`.
+// protocol era. Every client declares what it is given in `capabilities`,
+// at initialize (2025) and in every request's _meta (both eras).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -41,9 +42,14 @@ class RawClient {
     this.nextId = 1;
   }
 
-  // A request's params in this client's era (2026-07-28: the _meta envelope).
+  // A request's params in this client's era (2026-07-28: the _meta envelope;
+  // 2025: the capabilities in _meta too, since the tasks extension is
+  // declared per request).
   params(params = {}) {
-    if (this.era !== 'stateless') return params;
+    if (this.era !== 'stateless') {
+      if (Object.keys(this.capabilities).length === 0) return params;
+      return { ...params, _meta: { ...(params._meta ?? {}), 'io.modelcontextprotocol/clientCapabilities': this.capabilities } };
+    }
     return { ...params, _meta: { ...(params._meta ?? {}), ...statelessMeta(this.capabilities, this.name) } };
   }
 
@@ -65,6 +71,12 @@ class RawClient {
   }
 
   // The result of one request; an error response throws.
+  // A request with params as given: no capabilities added.
+  async bare(method, params = {}) {
+    const id = this.nextId++;
+    return this.exchange({ jsonrpc: '2.0', id, method, params });
+  }
+
   async call(method, params = {}, options) {
     const answer = await this.request(method, params, options);
     if (answer.error) throw Object.assign(new Error(`${method}: ${JSON.stringify(answer.error)}`), { rpc: answer.error });

@@ -4,8 +4,8 @@
 // polled with tasks/get to the very result a plain call gives; tasks/cancel
 // ends the run and keeps its output; a client that did not declare it is
 // answered in place, and refused tasks/get (-32021). Over stdio and
-// streamable HTTP, in both protocol eras (2025: the capability at
-// initialize; 2026-07-28: in every request's _meta), for one-shot runs and
+// streamable HTTP, in both protocol eras (the capability in the request's
+// _meta; in 2025 initialize's alone does not count), for one-shot runs and
 // session cells; a task outlives its HTTP session; MCP_EXEC_MAX_TASKS and
 // the TTL bound them. Raw JSON-RPC (raw_client.mjs): the official SDKs do
 // not take a task result yet (the v2 client's decoder refuses resultType
@@ -84,6 +84,14 @@ async function taskMatchesPlainCall(withTasks, without, era) {
   assert.deepEqual(refused.error.data, { requiredCapabilities: { extensions: { [TASKS]: {} } } });
   // Polled again, the ended task says the same.
   assert.deepEqual((await withTasks.call('tasks/get', { taskId: created.taskId })).result, task.result);
+  if (era === 'legacy') {
+    // The extension decides per request: initialize's declaration alone
+    // does not make a task, nor reach one.
+    const plainRequest = await withTasks.bare('tasks/get', { taskId: created.taskId });
+    assert.equal(plainRequest.error?.code, -32021, brief(plainRequest));
+    const inPlace2 = await withTasks.bare('tools/call', { name: 'exec', arguments: { code: 'import time; time.sleep(6); print(6)' } });
+    assert.equal(inPlace2.result?.structuredContent?.stdout, '6\n', brief(inPlace2));
+  }
 }
 
 describe('a 12-second call from a tasks-aware client', { timeout: TIMEOUT_MS }, () => {
@@ -204,7 +212,9 @@ describe('tasks', { timeout: TIMEOUT_MS }, () => {
   });
 
   it('MCP_EXEC_MAX_TASKS bounds them, an ended task expires with its TTL, SIGTERM ends a working one', async () => {
-    const server = await startHttpServer({ env: { ...QUICK, MCP_EXEC_MAX_TASKS: '1', MCP_EXEC_RESOURCE_TTL_S: '10' } });
+    const server = await startHttpServer({
+      env: { ...QUICK, MCP_EXEC_MAX_TASKS: '1', MCP_EXEC_RESOURCE_TTL_S: '10', MCP_EXEC_SHUTDOWN_GRACE_S: '3' },
+    });
     try {
       const c = await rawHttp(server, { era: 'stateless', capabilities: WITH_TASKS });
       const code = 'import time\ntime.sleep(3)\nprint("three")';
@@ -221,15 +231,23 @@ describe('tasks', { timeout: TIMEOUT_MS }, () => {
       await new Promise((r) => setTimeout(r, Date.parse(task.createdAt) + task.ttlMs - Date.now() + 500));
       const expired = await c.request('tasks/get', { taskId: task.taskId });
       assert.equal(expired.error?.code, -32602, brief(expired));
-      assert.match(expired.error.message, /no task/);
-      // Room again: the next long call is a task, and the server's stop
-      // ends it (answered "shutdown" to nobody) instead of waiting a minute.
+      assert.match(expired.error.message, /no such task .*kept 10 s after its run ends/);
+      // Room again: the next long call is a task. SIGTERM gives its run the
+      // shutdown grace (3 s here), during which it is still polled (other
+      // requests get 503), then ends it instead of waiting a minute.
       const working = await c.callTool({ code: 'import time\ntime.sleep(60)' });
       assertTask(working, 'after expiry');
       const stopped = Date.now();
-      const exit = await server.stop();
+      const exiting = server.stop();
+      await new Promise((r) => setTimeout(r, 1_000));
+      const during = await c.call('tasks/get', { taskId: working.taskId });
+      assert.equal(during.status, 'working', brief(during));
+      const refused = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      assert.equal(refused.status, 503, 'nothing new while it drains');
+      const exit = await exiting;
       assert.equal(exit.code, 0, JSON.stringify(exit));
-      assert.ok(Date.now() - stopped < 30_000, `stopped in ${Date.now() - stopped} ms`);
+      const took = Date.now() - stopped;
+      assert.ok(took >= 3_000 && took < 20_000, `stopped in ${took} ms (grace 3 s)`);
       // Both tasks ended, the second by the stop.
       assert.equal(server.log().match(/"event":"task_created"/g)?.length, 2, 'two tasks created');
       assert.equal(server.log().match(/"event":"task_ended"/g)?.length, 2, 'both ended');

@@ -259,7 +259,9 @@ TEST(SessionTaskTest, WithoutTheExtensionOrWhenQuickTheCallIsAnsweredInPlace) {
   EXPECT_EQ(out.WaitFor(2)["result"]["reason"], "shutdown");
 }
 
-TEST(SessionTaskTest, TheLegacyEraDeclaresAtInitialize) {
+// The extension decides per request, in the 2025 era too: initialize's
+// declaration alone makes no task.
+TEST(SessionTaskTest, TheLegacyEraDeclaresPerRequest) {
   TaskBackend backend(Quick());
   Collector out;
   McpSession session(backend, out.sender());
@@ -273,9 +275,17 @@ TEST(SessionTaskTest, TheLegacyEraDeclaresAtInitialize) {
   EXPECT_EQ(init["result"]["capabilities"]["extensions"],
             json({{kTasksExtension, json::object()}}));
   session.Handle({{"jsonrpc", "2.0"},
-                  {"id", 1},
+                  {"id", 9},
                   {"method", "tools/call"},
                   {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}}});
+  EXPECT_TRUE(out.WaitFor(9, milliseconds(300)).is_null()) << "answered in place, not a task";
+  const json declared = {
+      {stateless::kMetaClientCapabilities, {{"extensions", {{kTasksExtension, json::object()}}}}}};
+  session.Handle(
+      {{"jsonrpc", "2.0"},
+       {"id", 1},
+       {"method", "tools/call"},
+       {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}, {"_meta", declared}}}});
   json created = out.WaitFor(1);
   ASSERT_EQ(created["result"]["resultType"], "task") << created.dump();
   EXPECT_FALSE(created["result"].contains("_meta")) << "no 2026-07-28 envelope in 2025";
@@ -289,6 +299,10 @@ TEST(SessionTaskTest, TheLegacyEraDeclaresAtInitialize) {
   json ended = *backend.store_.Get(id);
   EXPECT_EQ(ended["status"], "completed");
   EXPECT_EQ(ended["result"]["reason"], "shutdown");
+  EXPECT_EQ(ended["statusMessage"],
+            "ended by the server's shutdown; the output so far is in result");
+  session.CancelAll(CancelReason::kShutdown);
+  EXPECT_EQ(out.WaitFor(9)["result"]["reason"], "shutdown");
 }
 
 }  // namespace
