@@ -217,7 +217,9 @@ const std::vector<Option>& Options() {
        "bytes of all files a call passes in `files`, decoded",
        IntField(&Config::max_in_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_ALLOWED_ORIGINS", "--allowed-origins", "(loopback origins when bound to loopback)",
-       "", "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection)",
+       "",
+       "comma-separated Origin values http/sse requests may carry (DNS-rebinding protection); "
+       "* allows every origin, and only with MCP_EXEC_AUTH_TOKEN set",
        StringField(&Config::allowed_origins)},
       {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", Default(&Config::max_sessions), "sessions",
        "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
@@ -279,7 +281,9 @@ const std::vector<Option>& Options() {
        "back-to-back calls 3-5 ms, which wait for spares still at it",
        IntField(&Config::spare_prefault, 0, 2)},
       {"MCP_EXEC_SHUTDOWN_GRACE_S", "--shutdown-grace-s", Default(&Config::shutdown_grace_s), "s",
-       "on SIGTERM, how long running calls may finish before they are killed",
+       "how long the calls already received may finish before they are ended (each answered "
+       "with its output so far): on SIGTERM over http/sse, at the end of stdin over stdio (a "
+       "SIGTERM there ends them at once)",
        IntField(&Config::shutdown_grace_s, 0, 3600)},
       {"MCP_EXEC_LOG_LEVEL", "--log-level", Config{}.log_level, "", "debug, info, warn or error",
        [](Config& c, const std::string& v) -> std::string {
@@ -395,6 +399,20 @@ std::string HelpText() {
     o << ")\n      " << opt.help << "\n";
   }
   return o.str();
+}
+
+bool HasWildcardOrigin(const std::string& csv) {
+  size_t start = 0;
+  while (start <= csv.size()) {
+    size_t end = csv.find(',', start);
+    if (end == std::string::npos) end = csv.size();
+    std::string item = csv.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item == "*") return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 ParseResult ParseConfig(const std::map<std::string, std::string>& env,
@@ -523,6 +541,15 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
     NoteSetter(c, match->env, match->flag);
   }
   DeriveDefaults(c, resources);
+  // `*` lets every web page's requests through the Origin guard: without a
+  // token, any page the user opens could run code here.
+  if (HasWildcardOrigin(c.allowed_origins) && c.auth_token.empty()) {
+    r.error =
+        "MCP_EXEC_ALLOWED_ORIGINS (or --allowed-origins) holds \"*\", which lets any web page "
+        "the user visits send requests; that needs MCP_EXEC_AUTH_TOKEN (or --auth-token) set too, "
+        "or list the origins instead";
+    return r;
+  }
   if (!c.mounts.empty()) {
     std::string err = mounts::Check(&c.mounts, c.workdir_root, SelfExe());
     if (!err.empty()) {

@@ -95,6 +95,10 @@ struct ParseResult {
   bool json_output = false;    // doctor --json
 };
 
+// Whether a comma-separated MCP_EXEC_ALLOWED_ORIGINS holds the wildcard `*`
+// (every origin; refused at start without a token).
+bool HasWildcardOrigin(const std::string& csv);
+
 // env: the process environment as a map (tests pass their own). args: argv
 // without argv[0].
 ParseResult ParseConfig(const std::map<std::string, std::string>& env,

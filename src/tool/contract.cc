@@ -704,9 +704,36 @@ json ResourceContentsItem(const std::string& uri, const std::string& mime,
   return item;
 }
 
+// The text item: structuredContent's JSON with the small fields first (the
+// outcome, its flags, what else came back), then the tails, then the
+// streams. Clients cut long tool text from the end (Codex at 10 KiB): what
+// they keep must hold the flags, not the middle of stdout.
+std::string ResultText(const json& structured) {
+  static const char* const kFirst[] = {
+      "exit_code",       "timed_out",       "truncated", "reason",          "signal",
+      "duration_ms",     "queue_ms",        "session",   "session_new",     "session_ended",
+      "images",          "images_omitted",  "files",     "files_omitted",   "files_omitted_count",
+      "stdout_resource", "stderr_resource", "result",    "result_truncated"};
+  static const char* const kLast[] = {"stdout_tail", "stderr_tail", "stdout", "stderr"};
+  nlohmann::ordered_json text;
+  for (const char* key : kFirst) {
+    if (auto it = structured.find(key); it != structured.end()) text[key] = *it;
+  }
+  for (const auto& [key, value] : structured.items()) {
+    if (!text.contains(key) &&
+        std::find(std::begin(kLast), std::end(kLast), key) == std::end(kLast)) {
+      text[key] = value;  // a field this list does not know yet: among the small ones
+    }
+  }
+  for (const char* key : kLast) {
+    if (auto it = structured.find(key); it != structured.end()) text[key] = *it;
+  }
+  return text.dump();
+}
+
 json ToolResult(const ExecResult& r) {
   json structured = StructuredResult(r);
-  json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
+  json content = json::array({{{"type", "text"}, {"text", ResultText(structured)}}});
   for (const RunArtifact& img : r.images) {
     content.push_back(
         {{"type", "image"}, {"data", Base64Encode(img.data)}, {"mimeType", img.mime}});

@@ -86,6 +86,9 @@ std::optional<std::string> ValidateFiles(const nlohmann::json& files, const Conf
 int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);
 
 nlohmann::json StructuredResult(const ExecResult& r);
+// The result's text item: StructuredResult's JSON, small fields first, then
+// the tails, then stdout and stderr (clients cut long text from the end).
+std::string ResultText(const nlohmann::json& structured);
 nlohmann::json ToolResult(const ExecResult& r);        // CallToolResult, isError false
 nlohmann::json ToolError(const std::string& message);  // CallToolResult, isError true
 

@@ -38,6 +38,28 @@ class LineWriter {
   bool broken_ = false;
 };
 
+// Waits for the calls in flight to end, at most MCP_EXEC_SHUTDOWN_GRACE_S;
+// cut short by a termination signal or a client that stopped reading too
+// (stdout's reader gone: nobody is left to answer).
+void DrainAfterEof(McpSession& session, const Config& config, int out_fd, int signal_fd) {
+  if (session.in_flight() == 0) return;
+  log::Info("stdio_draining",
+            {{"in_flight", session.in_flight()}, {"grace_s", config.shutdown_grace_s}});
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(config.shutdown_grace_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (session.WaitIdle(std::chrono::milliseconds(100))) return;
+    pollfd p[2] = {{out_fd, 0, 0}, {signal_fd, POLLIN, 0}};
+    if (poll(p, signal_fd >= 0 ? 2 : 1, 0) > 0 &&
+        ((p[0].revents & (POLLERR | POLLHUP)) || (p[1].revents & POLLIN))) {
+      log::Info("stdio_drain_cut",
+                {{"why", (p[0].revents & (POLLERR | POLLHUP)) ? "stdout closed" : "signal"}});
+      return;
+    }
+  }
+  log::Info("stdio_drain_cut", {{"why", "grace"}, {"grace_s", config.shutdown_grace_s}});
+}
+
 }  // namespace
 
 int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd) {
@@ -100,6 +122,10 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
     }
   }
   log::Info("stdio_stopping", {{"reason", stop_reason}, {"in_flight", session.in_flight()}});
+  // The end of stdin is the end of the requests, not of the client: the
+  // calls it sent (`printf ... | mcp-exec` sends them before the runtime is
+  // even warm) run and are answered, for up to the grace.
+  if (stop_reason == "eof") DrainAfterEof(session, config, out_fd, signal_fd);
   // Every call still in flight is answered before we exit: its output so
   // far with reason "shutdown" (or a tool error if it was still queued);
   // every open subscriptions/listen gets its closing result.

@@ -740,12 +740,16 @@ TEST_F(ChaosTest, SigtermUnderLoadHttp) {
 // 5. The client goes away in the middle of calls.
 
 // stdio: stdin closes with runs going and more queued. First a client that
-// still reads (it gets every answer), then one gone altogether (stdout has
-// no reader either). Either way every run's processes end and exit is 0.
+// still reads (it gets every answer once MCP_EXEC_SHUTDOWN_GRACE_S has
+// passed), then one gone altogether (stdout has no reader either: the
+// server does not wait out its 20 s grace for nobody). Either way every
+// run's processes end and exit is 0.
 TEST_F(ChaosTest, ClientDisconnectsMidCallStdio) {
   for (bool stdout_gone : {false, true}) {
     SCOPED_TRACE(stdout_gone ? "stdin and stdout closed" : "stdin closed");
-    ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "4"}});
+    Env env{{"MCP_EXEC_MAX_CONCURRENT", "4"}};
+    if (!stdout_gone) env["MCP_EXEC_SHUTDOWN_GRACE_S"] = "1";
+    ServerProcess s(env);
     s.Initialize();
     ASSERT_EQ(s.Exec("print('warm')")["stdout"], "warm\n");
     const pid_t zygote = s.ZygotePid();
@@ -768,7 +772,8 @@ TEST_F(ChaosTest, ClientDisconnectsMidCallStdio) {
       ASSERT_TRUE(DropServerStdout(s));
     }
     s.CloseStdin();
-    EXPECT_EQ(s.Wait(20000), 0) << s.Stderr();
+    EXPECT_EQ(s.Wait(stdout_gone ? 12000 : 20000), 0) << s.Stderr();
+    if (stdout_gone) EXPECT_TRUE(s.StderrHas("stdout closed")) << s.Stderr();
     if (!stdout_gone) {
       // A client still reading gets every answer: the running calls their
       // output so far, the queued ones a tool error.

@@ -158,8 +158,8 @@ TEST(ShutdownTest, SigtermAnswersTheRunningCallWithItsOutputSoFar) {
   }
 }
 
-TEST(ShutdownTest, EofAnswersTheRunningCall) {
-  ServerProcess s;
+TEST(ShutdownTest, EofAnswersTheRunningCallPastTheGrace) {
+  ServerProcess s(Env{{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}});
   s.Initialize();
   json id = s.NextId();
   std::string m = s.StartSleepingRun(id, "4700");

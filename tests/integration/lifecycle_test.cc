@@ -7,7 +7,9 @@
 
 #include <array>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "server_process.h"
 #include "test_binary.h"
@@ -89,8 +91,66 @@ TEST(LifecycleTest, DoctorShowsTheSeccompArgumentRules) {
   EXPECT_NE(r.err.find("--spares=lots"), std::string::npos) << r.err;
 }
 
-TEST(LifecycleTest, EofEndsInFlightRunsAndExitsZero) {
-  ServerProcess s;
+// printf '<initialize>\n<initialized>\n<calls>\n' | mcp-exec: stdin ends
+// while the runtime still warms; the calls run to their end (one for two
+// seconds) and each is answered, then the server exits 0.
+TEST(LifecycleTest, PipedCallsRunToTheirEndAndAreAnswered) {
+  const std::string requests = "/tmp/mcp-exec-lifecycle-piped.jsonl";
+  {
+    std::string lines =
+        json({{"jsonrpc", "2.0"},
+              {"id", 0},
+              {"method", "initialize"},
+              {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()}}}})
+            .dump() +
+        "\n" + json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump() + "\n";
+    const char* codes[] = {"print(6 * 7)", "import time; time.sleep(2); print('slept')",
+                           "import sys; print('err', file=sys.stderr)"};
+    for (int i = 0; i < 3; ++i) {
+      lines += json({{"jsonrpc", "2.0"},
+                     {"id", i + 1},
+                     {"method", "tools/call"},
+                     {"params", {{"name", "exec"}, {"arguments", {{"code", codes[i]}}}}}})
+                   .dump() +
+               "\n";
+    }
+    FILE* f = fopen(requests.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fwrite(lines.data(), 1, lines.size(), f);
+    fclose(f);
+  }
+  FILE* p = popen(("cat " + requests + " | env -i PATH=/usr/bin:/bin " + ServerBinary() +
+                   " 2>/tmp/mcp-exec-lifecycle-err")
+                      .c_str(),
+                  "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = pclose(p);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  std::map<int, json> answers;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    json m = json::parse(line, nullptr, false);
+    if (m.is_object() && m.contains("id") && m["id"].is_number_integer()) answers[m["id"]] = m;
+  }
+  ASSERT_EQ(answers.size(), 4u) << out;
+  const char* want[] = {"42\n", "slept\n", ""};
+  for (int i = 0; i < 3; ++i) {
+    const json sc = answers[i + 1]["result"].value("structuredContent", json::object());
+    EXPECT_EQ(sc.value("stdout", "?"), want[i]) << answers[i + 1].dump();
+    EXPECT_EQ(sc.value("exit_code", -1), 0) << answers[i + 1].dump();
+    EXPECT_FALSE(sc.contains("reason")) << answers[i + 1].dump();
+  }
+  EXPECT_EQ(answers[3]["result"]["structuredContent"]["stderr"], "err\n");
+}
+
+// Past MCP_EXEC_SHUTDOWN_GRACE_S a call still running at stdin's end is
+// ended, its processes with it, and the server exits 0.
+TEST(LifecycleTest, EofEndsInFlightRunsPastTheGraceAndExitsZero) {
+  ServerProcess s(Env{{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}});
   s.Initialize();
   std::string m = s.StartSleepingRun(1, "4300");
   ASSERT_FALSE(m.empty());

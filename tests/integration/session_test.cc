@@ -237,7 +237,7 @@ TEST_F(SessionEndTest, LongestLifeEndsIt) {
 }
 
 TEST_F(SessionEndTest, StdioEofEndsItWithTheServer) {
-  ServerProcess s(EnvWith({}));
+  ServerProcess s(EnvWith({{"MCP_EXEC_SHUTDOWN_GRACE_S", "1"}}));
   s.Initialize();
   std::string marker = StartMarked(s, "a");
   s.CloseStdin();

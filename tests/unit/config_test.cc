@@ -110,6 +110,20 @@ TEST(ConfigTest, BadFlagIsAnErrorNamingTheFlag) {
   EXPECT_NE(r.error.find("needs a value"), std::string::npos) << r.error;
 }
 
+// `*` turns the Origin guard off: any web page could run code without a
+// token, so it is refused without one, naming both settings.
+TEST(ConfigTest, AWildcardOriginNeedsAToken) {
+  for (const char* origins : {"*", "http://a.example, *", " * "}) {
+    ParseResult r = Parse({{"MCP_EXEC_ALLOWED_ORIGINS", origins}}, {});
+    EXPECT_FALSE(r.config) << origins;
+    EXPECT_NE(r.error.find("MCP_EXEC_ALLOWED_ORIGINS"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("MCP_EXEC_AUTH_TOKEN"), std::string::npos) << r.error;
+    r = Parse({{"MCP_EXEC_ALLOWED_ORIGINS", origins}, {"MCP_EXEC_AUTH_TOKEN", "s3cret-token"}}, {});
+    EXPECT_TRUE(r.config) << origins << ": " << r.error;
+  }
+  EXPECT_TRUE(Parse({{"MCP_EXEC_ALLOWED_ORIGINS", "http://a.example,http://*.b"}}, {}).config);
+}
+
 TEST(ConfigTest, AddrBracketsSurroundAWholeIpv6HostOnly) {
   for (const char* good : {"127.0.0.1:8080", ":8080", "[::1]:8080", "localhost:0"}) {
     ParseResult r = Parse({}, {std::string("--addr=") + good});

@@ -194,6 +194,37 @@ TEST(ExecResultTest, StructuredAndTextAgree) {
   }
 }
 
+// A client that keeps only the text's head (Codex cuts at 10 KiB) keeps the
+// flags and the tails, not the middle of stdout.
+TEST(ExecResultTest, TheTextPutsTheSmallFieldsFirstAndTheStreamsLast) {
+  ExecResult r;
+  r.stdout_data = std::string(20000, 'x');
+  r.stderr_data = "boom";
+  r.exit_code = 1;
+  r.reason = "timeout";
+  r.timed_out = true;
+  r.truncated = true;
+  r.stdout_lost = true;
+  r.stdout_tail = "the end";
+  r.has_result = true;
+  r.result = "42";
+  json t = ToolResult(r);
+  const std::string text = t["content"][0]["text"];
+  EXPECT_EQ(json::parse(text), t["structuredContent"]) << "the same fields, in another order";
+  EXPECT_EQ(text.rfind("{\"exit_code\":1,\"timed_out\":true,\"truncated\":true,"
+                       "\"reason\":\"timeout\",",
+                       0),
+            0u)
+      << text.substr(0, 200);
+  const std::string head = text.substr(0, 10240);
+  for (const char* k :
+       {"duration_ms", "queue_ms", "\"result\":\"42\"", "\"stdout_tail\":\"the end\""}) {
+    EXPECT_NE(head.find(k), std::string::npos) << k;
+  }
+  EXPECT_LT(text.find("\"stdout_tail\""), text.find("\"stdout\""));
+  EXPECT_LT(text.find("\"stdout\""), text.find("\"stderr\":\"boom\""));
+}
+
 TEST(ExecResultTest, ToolErrorHasNoStructuredContent) {
   json e = ToolError("boom");
   EXPECT_EQ(e["isError"], true);
