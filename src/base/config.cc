@@ -401,7 +401,8 @@ std::string HelpText() {
   return o.str();
 }
 
-bool HasWildcardOrigin(const std::string& csv) {
+std::vector<std::string> CommaList(const std::string& csv) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= csv.size()) {
     size_t end = csv.find(',', start);
@@ -409,8 +410,15 @@ bool HasWildcardOrigin(const std::string& csv) {
     std::string item = csv.substr(start, end - start);
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
-    if (item == "*") return true;
+    items.push_back(std::move(item));
     start = end + 1;
+  }
+  return items;
+}
+
+bool HasWildcardOrigin(const std::string& csv) {
+  for (const std::string& item : CommaList(csv)) {
+    if (item == "*") return true;
   }
   return false;
 }

@@ -95,6 +95,8 @@ struct ParseResult {
   bool json_output = false;    // doctor --json
 };
 
+// The items of a comma-separated setting, each without the spaces around it.
+std::vector<std::string> CommaList(const std::string& csv);
 // Whether a comma-separated MCP_EXEC_ALLOWED_ORIGINS holds the wildcard `*`
 // (every origin; refused at start without a token).
 bool HasWildcardOrigin(const std::string& csv);

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "base/config.h"
+
 namespace mcpexec::http_policy {
 
 bool TokenMatches(const std::string& presented, const std::string& expected) {
@@ -90,15 +92,8 @@ Listen ParseAddr(const std::string& addr) {
 bool OriginAllowed(const std::string& origin, const std::string& allowed_csv, bool loopback_bind) {
   if (origin.empty()) return true;  // not a browser
   if (!allowed_csv.empty()) {
-    size_t start = 0;
-    while (start <= allowed_csv.size()) {
-      size_t end = allowed_csv.find(',', start);
-      if (end == std::string::npos) end = allowed_csv.size();
-      std::string item = allowed_csv.substr(start, end - start);
-      item.erase(0, item.find_first_not_of(' '));
-      item.erase(item.find_last_not_of(' ') + 1);
+    for (const std::string& item : CommaList(allowed_csv)) {
       if (item == "*" || item == origin) return true;
-      start = end + 1;
     }
     return false;
   }
