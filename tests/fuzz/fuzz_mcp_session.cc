@@ -76,6 +76,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.max_request_bytes = 16384;
   config.max_in_files = 4;
   config.max_in_bytes = 4096;
+  // No wait at stdin's end: the fuzz backend's calls end only when
+  // released or cancelled, and the end of the input is the end of the test
+  // (the piped-stdio grace is the integration tests' to cover).
+  config.shutdown_grace_s = 0;
   mcpexec::fuzz::FuzzBackend backend(config);
   int in = MemFile("fuzz-stdin"), out = MemFile("fuzz-stdout");
   WriteAll(in, data, size);
