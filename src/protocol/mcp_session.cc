@@ -182,7 +182,7 @@ void McpSession::HandleRequest(const json& id, const std::string& method, const 
     return send_(jsonrpc::Result(id, {{"resourceTemplates", json::array()}}));
   }
   if (method == "resources/read") return ReadResource(id, params, false);
-  if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+  if (IsTaskMethod(method)) {
     return HandleTaskRequest(id, method, params, false);
   }
   send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
@@ -224,7 +224,7 @@ void McpSession::HandleStatelessRequest(const json& id, const std::string& metho
   }
   if (method == "resources/read") return ReadResource(id, params, true);
   if (method == "subscriptions/listen") return StartListen(id);
-  if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+  if (IsTaskMethod(method)) {
     return HandleTaskRequest(id, method, params, true);
   }
   StartToolCall(id, params, true);

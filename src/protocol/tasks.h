@@ -29,6 +29,11 @@ namespace mcpexec {
 
 inline constexpr char kTasksExtension[] = "io.modelcontextprotocol/tasks";
 
+// tasks/get, tasks/cancel, tasks/update: the extension's methods.
+inline bool IsTaskMethod(const std::string& method) {
+  return method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update";
+}
+
 struct TaskOptions {
   std::chrono::milliseconds after{5000};   // a call still running then becomes a task
   int64_t max_tasks = 32;                  // held at once, working or ended; 0: none

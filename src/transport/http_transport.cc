@@ -269,7 +269,7 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
   // still poll it (its run has the grace too).
   if (stopping_) {
     const json method = msg.is_object() ? msg.value("method", json()) : json();
-    if (!method.is_string() || method.get<std::string>().rfind("tasks/", 0) != 0) {
+    if (!method.is_string() || !IsTaskMethod(method.get<std::string>())) {
       return ex.Reply(PlainError(503, "the server is shutting down"));
     }
   }

@@ -7,6 +7,7 @@
 #include "base/base64.h"
 #include "base/utf8.h"
 #include "protocol/stateless.h"
+#include "protocol/tasks.h"
 
 namespace mcpexec::mcp_headers {
 
@@ -111,7 +112,7 @@ std::optional<std::string> CheckStandardHeaders(const HeaderList& headers, const
     source = "uri";
   } else if (method == "tools/call" || method == "prompts/get") {
     source = "name";
-  } else if (method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update") {
+  } else if (IsTaskMethod(method)) {
     source = "taskId";
   }
   if (!source) return std::nullopt;

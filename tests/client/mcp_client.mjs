@@ -36,7 +36,7 @@ export function serverEnvironment() {
 const INITIALIZE_TIMEOUT_MS = 20_000;
 
 // Applies overrides to an environment: a string sets, undefined removes.
-function withOverrides(env, overrides) {
+export function withOverrides(env, overrides) {
   const out = { ...env };
   for (const [name, value] of Object.entries(overrides)) {
     if (value === undefined) delete out[name];

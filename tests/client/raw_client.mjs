@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
-import { serverBin, serverEnvironment } from './mcp_client.mjs';
+import { serverBin, serverEnvironment, withOverrides } from './mcp_client.mjs';
 
 export const STATELESS_VERSION = '2026-07-28';
 export const LEGACY_VERSION = '2025-11-25';
@@ -23,15 +23,6 @@ function statelessMeta(capabilities, name) {
     'io.modelcontextprotocol/clientCapabilities': capabilities,
     'io.modelcontextprotocol/clientInfo': { name, version: '0.0.0' },
   };
-}
-
-function withOverrides(env, overrides) {
-  const out = { ...env };
-  for (const [k, v] of Object.entries(overrides)) {
-    if (v === undefined) delete out[k];
-    else out[k] = String(v);
-  }
-  return out;
 }
 
 class RawClient {
