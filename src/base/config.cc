@@ -127,7 +127,8 @@ const std::vector<Option>& Options() {
          return "";
        }},
       {"MCP_EXEC_AUTH_TOKEN", "--auth-token", "(empty)", "",
-       "when set, http/sse requests must carry a matching X-MCP-AUTH header",
+       "when set, http/sse requests must carry it as `Authorization: Bearer <token>` or "
+       "`X-MCP-AUTH: <token>`",
        StringField(&Config::auth_token)},
       {"MCP_EXEC_MAX_CONCURRENT", "--max-concurrent",
        "the CPUs the process may use (cgroup CPU quota, affinity)", "runs",

@@ -18,6 +18,18 @@ bool TokenMatches(const std::string& presented, const std::string& expected) {
   return diff == 0;
 }
 
+bool RequestHasToken(const std::string& x_mcp_auth, const std::string& authorization,
+                     const std::string& expected) {
+  const bool header = TokenMatches(x_mcp_auth, expected);
+  bool bearer = false;
+  if (authorization.size() > 7 && strncasecmp(authorization.c_str(), "Bearer ", 7) == 0) {
+    size_t start = 7;
+    while (start < authorization.size() && authorization[start] == ' ') ++start;
+    bearer = TokenMatches(authorization.substr(start), expected);
+  }
+  return header || bearer;
+}
+
 namespace {
 
 bool AllDigits(const std::string& s) {

@@ -9,6 +9,11 @@ namespace mcpexec::http_policy {
 
 // Constant-time comparison of a presented token with the configured one.
 bool TokenMatches(const std::string& presented, const std::string& expected);
+// Whether a request carries the token: in X-MCP-AUTH (the contract's
+// header), or as `Authorization: Bearer <token>` (the one every MCP client
+// can send; the scheme's name in any case). Both compared in constant time.
+bool RequestHasToken(const std::string& x_mcp_auth, const std::string& authorization,
+                     const std::string& expected);
 
 struct Listen {
   std::string host;  // as given, without IPv6 brackets ("" = every interface)

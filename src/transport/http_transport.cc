@@ -66,11 +66,18 @@ bool IsSupportedVersion(const std::string& v) {
 std::string CorsAllowHeaders(const std::vector<mcp_headers::ParamHeader>& params) {
   std::string h =
       "Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, X-MCP-AUTH, "
-      "Mcp-Method, Mcp-Name";
+      "Authorization, Mcp-Method, Mcp-Name";
   for (const auto& p : params) h += ", " + p.header;
   return h;
 }
 constexpr const char* kCorsAllowMethods = "GET, POST, DELETE, OPTIONS";
+bool IsOAuthPath(const std::string& path) {
+  return path.rfind("/.well-known/", 0) == 0 || path == "/register" || path == "/authorize" ||
+         path == "/token";
+}
+constexpr const char* kNoOAuth =
+    "this server takes a static token (MCP_EXEC_AUTH_TOKEN), sent as `Authorization: Bearer "
+    "<token>` or `X-MCP-AUTH: <token>`; it has no OAuth (nothing to discover or register)";
 
 }  // namespace
 
@@ -125,16 +132,26 @@ std::optional<http::Response> HttpTransport::Screen(const http::Request& req,
     // 401 included, so that the page can tell the user why).
     extra->emplace_back("Access-Control-Allow-Origin", origin);
     extra->emplace_back("Vary", "Origin");
-    extra->emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id");
+    extra->emplace_back("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate");
+  }
+  // OAuth discovery (/.well-known/oauth-protected-resource and the like) and
+  // the endpoints a client falls back to without it (/register, /authorize,
+  // /token) are answered 404 before the token check: a 401 there sends
+  // clients looking for an authorization server that does not exist.
+  if (IsOAuthPath(req.path)) {
+    return PlainError(404, std::string("not found: ") + kNoOAuth);
   }
   // A CORS preflight never carries credentials, so OPTIONS needs no token;
   // it still passes the Host and Origin checks.
   if (req.method != "OPTIONS" && !config_.auth_token.empty() &&
-      !http_policy::TokenMatches(req.Header("X-MCP-AUTH"), config_.auth_token)) {
+      !http_policy::RequestHasToken(req.Header("X-MCP-AUTH"), req.Header("Authorization"),
+                                    config_.auth_token)) {
     http::Response r;
     r.status = 401;
     r.content_type = "text/plain";
-    r.body = "unauthorized";  // the contract's exact body
+    // Starts with the contract's "unauthorized", then says what to send.
+    r.body = std::string("unauthorized: ") + kNoOAuth;
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"mcp-exec\"");
     return r;
   }
   if (!http_policy::HostAllowed(req.Header("Host"), listen_.loopback)) {

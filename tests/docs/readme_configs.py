@@ -85,6 +85,9 @@ def free_port():
 def http_works(url, headers):
     """Serves the built binary where the URL says and opens a session with the headers."""
     token = headers.get("X-MCP-AUTH", "")
+    bearer = headers.get("Authorization", "")
+    if bearer.startswith("Bearer "):
+        token = bearer[len("Bearer "):]
     port = free_port()
     url = re.sub(r"//127\.0\.0\.1:\d+/", f"//127.0.0.1:{port}/", url)
     env = {"PATH": "/usr/bin:/bin", "MCP_EXEC_TRANSPORT": "http", "MCP_EXEC_ADDR": f"127.0.0.1:{port}"}

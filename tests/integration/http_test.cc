@@ -105,7 +105,10 @@ TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
     auto r = bare.Post(path, kMcpHeaders, kInit, "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 401) << path;
-    EXPECT_EQ(r->body, "unauthorized") << path;
+    EXPECT_EQ(r->body.rfind("unauthorized: ", 0), 0u) << path << ": " << r->body;
+    EXPECT_NE(r->body.find("Authorization: Bearer <token>"), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("no OAuth"), std::string::npos) << r->body;
+    EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer realm=\"mcp-exec\"") << path;
   }
   auto wrong = bare.Post(
       "/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret-tokem"}},
@@ -115,6 +118,32 @@ TEST_F(HttpTest, AuthIsCheckedBeforeRoutingAndHealthIsExempt) {
       "/mcp", {{"Accept", "application/json, text/event-stream"}, {"X-MCP-AUTH", "s3cret"}}, kInit,
       "application/json");
   EXPECT_EQ(prefix->status, 401);
+  // The header every MCP client can send; another scheme or a wrong token
+  // is refused like no token.
+  httplib::Headers bearer = {{"Accept", "application/json, text/event-stream"},
+                             {"Authorization", "Bearer s3cret-token"}};
+  auto ok = bare.Post("/mcp", bearer, kInit, "application/json");
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  for (const char* bad : {"Bearer s3cret-tokem", "Basic s3cret-token", "s3cret-token"}) {
+    auto r = bare.Post("/mcp",
+                       {{"Accept", "application/json, text/event-stream"}, {"Authorization", bad}},
+                       kInit, "application/json");
+    EXPECT_EQ(r->status, 401) << bad;
+  }
+  // OAuth discovery and the registration a client falls back to find
+  // nothing, without a token: no authorization server to look for.
+  for (const char* well_known :
+       {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}) {
+    auto r = bare.Get(well_known);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << well_known;
+    EXPECT_NE(r->body.find("no OAuth"), std::string::npos) << r->body;
+  }
+  auto reg = bare.Post("/register", "{}", "application/json");
+  ASSERT_TRUE(reg);
+  EXPECT_EQ(reg->status, 404);
+  EXPECT_NE(reg->body.find("Authorization: Bearer <token>"), std::string::npos) << reg->body;
   EXPECT_EQ(bare.Get("/healthz")->status, 200);
   EXPECT_EQ(bare.Get("/readyz")->status, 200);
   std::string sid = Initialize();
@@ -905,7 +934,7 @@ TEST_F(HttpTest, CorsForAllowedOrigins) {
       {{"Accept", "application/json, text/event-stream"}, {"Origin", "https://app.example"}}, kInit,
       "application/json");
   EXPECT_EQ(r->status, 401);
-  EXPECT_EQ(r->body, "unauthorized");
+  EXPECT_EQ(r->body.rfind("unauthorized", 0), 0u) << r->body;
   EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
   // A foreign origin gets none of it.
   for (const char* o : {"https://evil.example", "https://app.example.evil", "null"}) {

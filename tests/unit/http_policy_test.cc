@@ -167,5 +167,22 @@ TEST(HttpPolicyTest, TokenMatchesOnlyTheWholeToken) {
   EXPECT_TRUE(TokenMatches("", ""));
 }
 
+// The contract's X-MCP-AUTH, or the Bearer header every MCP client can send.
+TEST(HttpPolicyTest, TheTokenComesInEitherHeader) {
+  const std::string t = "s3cret-token";
+  EXPECT_TRUE(RequestHasToken(t, "", t));
+  EXPECT_TRUE(RequestHasToken("", "Bearer s3cret-token", t));
+  EXPECT_TRUE(RequestHasToken("", "bearer s3cret-token", t)) << "the scheme in any case";
+  EXPECT_TRUE(RequestHasToken("", "Bearer  s3cret-token", t));
+  EXPECT_TRUE(RequestHasToken("wrong", "Bearer s3cret-token", t));
+  EXPECT_TRUE(RequestHasToken(t, "Bearer wrong", t));
+  EXPECT_FALSE(RequestHasToken("", "s3cret-token", t)) << "no scheme";
+  EXPECT_FALSE(RequestHasToken("", "Basic s3cret-token", t));
+  EXPECT_FALSE(RequestHasToken("", "Bearer s3cret-tokem", t));
+  EXPECT_FALSE(RequestHasToken("", "Bearer ", t));
+  EXPECT_FALSE(RequestHasToken("", "Bearer", t));
+  EXPECT_FALSE(RequestHasToken("", "", t));
+}
+
 }  // namespace
 }  // namespace mcpexec::http_policy
