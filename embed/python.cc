@@ -122,11 +122,13 @@ py::object LoadRuntime() {
 
 }  // namespace
 
-bool WarmUp(const std::vector<std::string>& preload, std::string* report, std::string* error) {
+bool WarmUp(const std::vector<std::string>& preload, const std::vector<std::string>& site,
+            std::string* report, std::string* error) {
   try {
-    py::list names;
+    py::list names, dirs;
     for (const std::string& n : preload) names.append(py::str(n));
-    py::object result = LoadRuntime().attr("warm_up")(names);
+    for (const std::string& d : site) dirs.append(py::str(d));
+    py::object result = LoadRuntime().attr("warm_up")(names, dirs);
     *report = py::module_::import("json").attr("dumps")(result).cast<std::string>();
     return true;
   } catch (py::error_already_set& e) {

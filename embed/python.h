@@ -21,7 +21,10 @@ bool InitInterpreter(bool huge_arenas, std::string* error);
 // Loads the runtime module and runs its warm_up() (imports and warms the
 // promised packages, then the preload modules). *report: its report, as
 // JSON text.
-bool WarmUp(const std::vector<std::string>& preload, std::string* report, std::string* error);
+// site: folders whose packages runs may import too (site.addsitedir, after
+// the system's), before the packages are imported.
+bool WarmUp(const std::vector<std::string>& preload, const std::vector<std::string>& site,
+            std::string* report, std::string* error);
 
 // The process's memory as the kernel counts it: mappings, RSS and the part
 // of it on transparent huge pages.

@@ -33,6 +33,7 @@ import io
 import json
 import linecache
 import os
+import re
 import stat
 import struct
 import sys
@@ -192,8 +193,26 @@ def _preload(names):
     return loaded
 
 
-def warm_up(preload=()):
+def _add_site(dirs):
+    """MCP_EXEC_PYTHON's site-packages (a venv of this Python's version):
+    after the system's, so the promised packages stay the system's. Returns
+    [name, version] of the distributions they hold (at most 100)."""
+    import importlib.metadata
+    import site
+
+    found = []
+    for d in dirs:
+        site.addsitedir(d)
+        for dist in importlib.metadata.distributions(path=[d]):
+            name = dist.metadata["Name"]
+            if name and len(found) < 100:
+                found.append([name, str(dist.version)])
+    return sorted(found, key=lambda nv: nv[0].lower())
+
+
+def warm_up(preload=(), site_dirs=()):
     """Runs once in the zygote. Returns the report the server publishes."""
+    lent = _add_site(site_dirs)
     report = _import_packages()
     _warm_caches(report)
     preloaded = _preload(preload)
@@ -211,8 +230,16 @@ def warm_up(preload=()):
         # The promised packages in their order (the C++ side keeps no list).
         "package_order": [dist for _, dist in PACKAGES],
         "preloaded": [[name, version] for name, version in preloaded.items()],
-        "extras": _find_extras(),
+        # Installed beyond the six: the known extras, then what
+        # MCP_EXEC_PYTHON's environment lends.
+        "extras": _merge_extras(_find_extras(), lent),
+        "site": list(site_dirs),
     }
+
+
+def _merge_extras(extras, lent):
+    names = {name.lower() for name, _ in extras} | {dist.lower() for _, dist in PACKAGES}
+    return extras + [[n, v] for n, v in lent if n.lower() not in names]
 
 
 _REHEARSAL = "out = []\nprint(1, file=buf)\nout.extend(i * i for i in range(10))\nout[-1]\n"
@@ -525,16 +552,53 @@ def _show_pil(img):
     _emit_png(render)
 
 
-def display(*objs):
-    """Shows a matplotlib figure or a PIL image as an image in the result,
-    and prints the repr of anything else (as Jupyter's display() does)."""
+_DEFAULT_REPR = re.compile(r"^<[\w.]+ object( at 0x[0-9a-fA-F]+)?>$")
+
+
+def _rich_text(obj):
+    """The text a notebook would render for obj, when its repr would only say
+    what it is: Markdown's source, or HTML's (IPython.display's HTML and
+    Markdown, and objects with _repr_markdown_ or _repr_html_ but no repr of
+    their own). None: its repr says more (a DataFrame's table, say)."""
+    for method in ("_repr_markdown_", "_repr_html_"):
+        render = getattr(obj, method, None)
+        if not callable(render) or isinstance(obj, type):
+            continue
+        if method == "_repr_html_" and not _DEFAULT_REPR.match(repr(obj)):
+            continue
+        text = render()
+        if isinstance(text, tuple):  # (data, metadata)
+            text = text[0]
+        if isinstance(text, str):
+            return text
+    return None
+
+
+def _png_of(obj):
+    render = getattr(obj, "_repr_png_", None)
+    if not callable(render) or isinstance(obj, type):
+        return None
+    data = render()
+    return data if isinstance(data, bytes) else None
+
+
+def display(*objs, **_ignored):
+    """Shows a matplotlib figure or a PIL image (or an object with
+    _repr_png_) as an image in the result, prints Markdown and HTML objects
+    as their source text, and the repr of anything else (as Jupyter's
+    display() does)."""
     for obj in objs:
         if _is_figure(obj):
             _show_figure(obj)
         elif _is_pil_image(obj):
             _show_pil(obj)
+        elif _png_of(obj) is not None:
+            from PIL import Image
+
+            _show_pil(Image.open(io.BytesIO(_png_of(obj))))
         else:
-            print(repr(obj))
+            text = _rich_text(obj)
+            print(repr(obj) if text is None else text)
 
 
 def _open_figures():
@@ -561,7 +625,9 @@ def _send_last_value(value):
         display(value)
         return
     try:
-        text = repr(value)
+        text = _rich_text(value)
+        if text is None:
+            text = repr(value)
     except (SystemExit, MemoryError, KeyboardInterrupt):
         raise  # they keep their meaning: an exit status, reason memory
     except BaseException:
@@ -602,9 +668,17 @@ _HIDING = frozenset([0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x2
                      0x202E, 0x2066, 0x2067, 0x2068, 0x2069])
 
 
+def _natural(name):
+    """Sort key: digit runs by their value, so f2 comes before f10."""
+    return [(0, int(part), part) if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", name) if part]
+
+
 def _walk_out(workdir, unreadable):
-    """(path relative to workdir, lstat) of every regular file under out/;
-    folders that cannot be listed are appended to `unreadable`."""
+    """(path relative to workdir, lstat) of every entry under out/ that is
+    not a folder (regular files, and links, pipes or sockets, which are not
+    returned but listed), in natural order; folders that cannot be listed
+    are appended to `unreadable`."""
     root = os.path.join(workdir, "out")
     try:
         if not stat.S_ISDIR(os.lstat(root).st_mode):
@@ -617,15 +691,14 @@ def _walk_out(workdir, unreadable):
             unreadable.append(os.path.relpath(err.filename, workdir))
 
     for folder, dirs, names in os.walk(root, onerror=onerror, followlinks=False):
-        dirs.sort()
-        for name in sorted(names):
+        dirs.sort(key=_natural)
+        for name in sorted(names, key=_natural):
             path = os.path.join(folder, name)
             try:
                 st = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                yield os.path.relpath(path, workdir), st
+            yield os.path.relpath(path, workdir), st
 
 
 def _send_link(workdir, rel, size):
@@ -659,10 +732,16 @@ def _send_out_files(workdir, only=None):
     why: count, bytes, name (not UTF-8, or holding control or bidi
     characters), unreadable (no permission)."""
     unreadable = []
-    found = [(rel, st.st_size) for rel, st in _walk_out(workdir, unreadable)
-             if only is None or rel in only]
-    omitted = [{"path": _escape_name(rel), "bytes": 0, "why": "unreadable"}
-               for rel in unreadable if only is None or rel in only]
+    found, omitted = [], []
+    for rel, st in _walk_out(workdir, unreadable):
+        if only is not None and rel not in only:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((rel, st.st_size))
+        else:
+            omitted.append({"path": _escape_name(rel), "bytes": 0, "why": "not_a_file"})
+    omitted += [{"path": _escape_name(rel), "bytes": 0, "why": "unreadable"}
+                for rel in unreadable if only is None or rel in only]
     max_files = _limits["max_out_files"]
     room = _limits["max_out_bytes"]
     link_room = _limits.get("max_link_bytes", 0)
@@ -758,17 +837,270 @@ def _crash_flush():
             pass
 
 
+# --- Notebook habits: top-level await, _, !cmd, %timeit, %time, %pip ---
+
+
+class _HTML:
+    """IPython.display.HTML, as the shim has it: display() prints the source."""
+
+    def __init__(self, data=None, url=None, filename=None, metadata=None):
+        if data is None and filename is not None:
+            with open(filename, encoding="utf-8") as f:
+                data = f.read()
+        self.data = "" if data is None else str(data)
+        self.url = url
+
+    def _repr_html_(self):
+        return self.data
+
+    def __repr__(self):
+        return "<IPython.core.display.%s object>" % type(self).__name__
+
+
+class _Markdown(_HTML):
+    def _repr_markdown_(self):
+        return self.data
+
+
+class _Latex(_HTML):
+    def _repr_markdown_(self):
+        return self.data
+
+
+class _Image:
+    """IPython.display.Image of PNG or JPEG bytes or a file: shown as an image."""
+
+    def __init__(self, data=None, url=None, filename=None, format=None, **_ignored):
+        if isinstance(data, str) and filename is None and os.path.exists(data):
+            data, filename = None, data
+        if filename is not None:
+            with open(filename, "rb") as f:
+                data = f.read()
+        self.data = data
+
+    def _repr_png_(self):
+        if not isinstance(self.data, bytes):
+            return None
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.open(io.BytesIO(self.data)).save(buf, format="PNG")
+        return buf.getvalue()
+
+
+def _ipython_display_module(name):
+    mod = types.ModuleType(name)
+    mod.display = display
+    mod.HTML, mod.Markdown, mod.Latex, mod.Image = _HTML, _Markdown, _Latex, _Image
+    for cls in (_HTML, _Markdown, _Latex, _Image):
+        cls.__name__ = cls.__qualname__ = cls.__name__.lstrip("_")
+    mod.clear_output = lambda wait=False: None
+    return mod
+
+
+class _IPythonShim:
+    """When IPython is not installed (it is not, by default): `from
+    IPython.display import HTML, Markdown, Image, display` works as in a
+    notebook, and get_ipython() is None, so libraries that look for a
+    notebook see none. Last on sys.meta_path: a real IPython wins."""
+
+    _NAMES = ("IPython", "IPython.display", "IPython.core", "IPython.core.display")
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self._NAMES:
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname in (
+            "IPython", "IPython.core"))
+
+    def create_module(self, spec):
+        if spec.name.endswith("display"):
+            return _ipython_display_module(spec.name)
+        mod = types.ModuleType(spec.name)
+        mod.__path__ = []
+        if spec.name == "IPython":
+            mod.get_ipython = lambda: None
+            mod.display = display
+            mod.__version__ = "0+mcp-exec-shim"
+        return mod
+
+    def exec_module(self, module):
+        pass
+
+
+_TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE, without importing inspect
+_loop = []  # the event loop top-level await runs on (kept: a session's tasks live on)
+_MAGICS = ("!cmd (runs a shell command), %timeit and %time (time a statement), %matplotlib "
+           "inline (figures are always shown)")
+_MAGIC_LINE = re.compile(r"^([ \t]*)(!|%%?)(.*)$")
+
+
+def _await(value):
+    """Runs a coroutine to its end on the runtime's event loop."""
+    import asyncio
+
+    if not _loop or _loop[0].is_closed():
+        _loop[:] = [asyncio.new_event_loop()]
+    asyncio.set_event_loop(_loop[0])
+    return _loop[0].run_until_complete(value)
+
+
+def _run_code(code_obj, namespace):
+    value = eval(code_obj, namespace)
+    if code_obj.co_flags & _CO_COROUTINE:
+        value = _await(value)
+    return value
+
+
+def _installed():
+    import importlib.metadata
+
+    names = []
+    for module, dist in PACKAGES + EXTRAS:
+        try:
+            names.append("%s %s" % (dist, importlib.metadata.version(dist)))
+        except Exception:
+            continue
+    return ", ".join(names)
+
+
+def _no_install(what):
+    raise SystemExit(
+        "%s: nothing can be installed at run time (runs have no network and a read-only "
+        "system). Installed: %s. To add a package, build the image with it (wheels/provision, "
+        "see wheels/README.md) or start the server with MCP_EXEC_PYTHON set to a venv of the "
+        "same Python version that has it." % (what, _installed()))
+
+
+def _shell(command):
+    """!cmd: the command through /bin/sh, its output in the run's, its exit
+    status in _exit_code (as IPython's !)."""
+    import subprocess
+
+    words = command.split()
+    if words[:1] in (["pip"], ["pip3"], ["conda"], ["uv"]) or words[:3] in (
+            ["python", "-m", "pip"], ["python3", "-m", "pip"]):
+        _no_install("!" + command.strip())
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    status = subprocess.run(command, shell=True).returncode
+    builtins._exit_code = status
+
+
+def _magic(name, rest, namespace):
+    """%timeit and %time on a statement; %pip explains; anything else is an
+    error naming what is supported."""
+    if name in ("pip", "conda", "mamba", "uv"):
+        _no_install("%" + name + " " + rest.strip())
+    if name == "timeit":
+        return _timeit(rest.strip(), namespace)
+    if name == "time":
+        return _time(rest.strip(), namespace)
+    if name == "matplotlib" and rest.strip() in ("", "inline"):
+        return None  # figures come back as images anyway
+    # Exits with the message alone (no traceback of the runtime's frames).
+    raise SystemExit("%%%s is not supported: this is Python, not IPython; what works here: %s"
+                     % (name, _MAGICS))
+
+
+def _format_seconds(s):
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
+        if s >= scale or unit == "ns":
+            return "%.3g %s" % (s / scale, unit)
+
+
+def _timeit(stmt, namespace):
+    import statistics
+    import timeit
+
+    if not stmt:
+        raise SystemExit("%timeit needs a statement, as in: %timeit sum(range(100))")
+    timer = timeit.Timer(stmt, globals=namespace)
+    number, _ = timer.autorange()
+    runs = [t / number for t in timer.repeat(repeat=5, number=number)]
+    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d runs, %d loop%s each)" % (
+        _format_seconds(statistics.mean(runs)), _format_seconds(statistics.stdev(runs)),
+        len(runs), number, "" if number == 1 else "s"))
+
+
+def _time(stmt, namespace):
+    import time
+
+    if not stmt:
+        raise SystemExit("%time needs a statement, as in: %time sum(range(100))")
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        try:
+            code_obj = compile(stmt, "<%time>", "eval", _TOP_LEVEL_AWAIT, dont_inherit=True)
+        except SyntaxError:
+            code_obj = compile(stmt, "<%time>", "exec", _TOP_LEVEL_AWAIT, dont_inherit=True)
+        return _run_code(code_obj, namespace)
+    finally:
+        print("CPU time: %s, wall time: %s" % (_format_seconds(time.process_time() - cpu),
+                                               _format_seconds(time.perf_counter() - wall)))
+
+
+def _translate_magics(code):
+    """The code with each line that starts (after indentation) with ! or %
+    made a call: only tried when the code as written is not Python, so no
+    Python code changes meaning. None when no line does."""
+    out, changed = [], False
+    for line in code.splitlines(keepends=True):
+        m = _MAGIC_LINE.match(line.rstrip("\r\n"))
+        if m and m.group(3).strip():
+            indent, sigil, rest = m.groups()
+            if sigil == "!":
+                call = "__mcp_exec_shell__(%r)" % rest
+            elif sigil == "%%":
+                name = rest.split(None, 1)[0]
+                call = "__mcp_exec_magic__(%r, '', globals())" % ("%" + name)
+            else:
+                parts = rest.split(None, 1)
+                call = "__mcp_exec_magic__(%r, %r, globals())" % (
+                    parts[0], parts[1] if len(parts) > 1 else "")
+            out.append(indent + call + "\n")
+            changed = True
+        else:
+            out.append(line)
+    return "".join(out) if changed else None
+
+
+def _parse(code, filename):
+    """The code's syntax tree; notebook lines (!cmd, %magic) are read as
+    calls when the code is not Python as written."""
+    flags = ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT
+    try:
+        return compile(code, filename, "exec", flags, dont_inherit=True)
+    except SyntaxError:
+        translated = _translate_magics(code)
+        if translated is None:
+            raise
+        try:
+            return compile(translated, filename, "exec", flags, dont_inherit=True)
+        except SyntaxError:
+            pass
+        raise
+
+
 def _execute(code, main, filename=MAIN_FILENAME):
     """Runs the code; the value of a last expression statement is sent as the
-    result (a figure or image shown), as a notebook cell does."""
-    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    result (a figure or image shown), as a notebook cell does, and kept in
+    _ (a session's next cell can use it). Top-level await works, as in a
+    notebook."""
+    namespace = main.__dict__
+    tree = _parse(code, filename)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
-    exec(compile(tree, filename, "exec", dont_inherit=True), main.__dict__)
+    _run_code(compile(tree, filename, "exec", _TOP_LEVEL_AWAIT, dont_inherit=True), namespace)
     if last is not None:
         expr = ast.Expression(last.value)
-        value = eval(compile(expr, filename, "eval", dont_inherit=True), main.__dict__)
+        value = _run_code(compile(expr, filename, "eval", _TOP_LEVEL_AWAIT, dont_inherit=True),
+                          namespace)
+        if value is not None:
+            namespace["_"] = value
         _send_last_value(value)
 
 
@@ -795,6 +1127,9 @@ def _prepare_process(workdir, results_fd, limits):
     _reseed()
     _set_environment(workdir)
     builtins.display = display
+    builtins.__mcp_exec_shell__ = _shell
+    builtins.__mcp_exec_magic__ = _magic
+    sys.meta_path.append(_IPythonShim())
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         plt.show = _show

@@ -41,9 +41,12 @@ int TerminationSignalFd() {
 // What the operator set that does not take effect as written.
 void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
   if (config.python != Config{}.python) {
-    log::Warn("config_ignored",
+    log::Info("python_site",
               {{"variable", "MCP_EXEC_PYTHON"},
-               {"why", "the interpreter is embedded; runs use Python " + runtime.python_version}});
+               {"value", config.python},
+               {"site", config.python_site},
+               {"why", "the interpreter is embedded (Python " + runtime.python_version +
+                           "); runs may import these folders' packages too"}});
   }
   // A read-only folder whose chmod and utime only the files' ownership
   // guards (no mount namespace, and the host's mount is writable).
@@ -58,14 +61,7 @@ void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
     log::Warn("mount_report",
               {{"why", std::string("the zygote's report of the mounts: ") + e.what()}});
   }
-  if (config.default_timeout_s > config.max_timeout_s) {
-    log::Warn("config_clamped", {{"variable", "MCP_EXEC_DEFAULT_TIMEOUT_S"},
-                                 {"value", config.default_timeout_s},
-                                 {"effective", config.max_timeout_s},
-                                 {"why",
-                                  "above MCP_EXEC_MAX_TIMEOUT_S: calls without timeout_s "
-                                  "get the maximum"}});
-  }
+  // A default timeout above the maximum is a start error (ParseConfig).
 }
 
 void LogStart(const Config& config, const RuntimeReport& runtime) {
@@ -76,17 +72,25 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
               {"mounts", runtime.sandbox.value("mounts", nlohmann::json::array())},
               {"refusal", refusal}});
   WarnAboutConfig(config, runtime);
-  log::Info("start", {{"version", MCP_EXEC_VERSION},
-                      {"transport", TransportName(config.transport)},
-                      {"max_concurrent", config.max_concurrent},
-                      {"max_queue", config.max_queue},
-                      {"default_timeout_s", config.default_timeout_s},
-                      {"max_timeout_s", config.max_timeout_s},
-                      {"memory_limit_mb", config.memory_limit_mb},
-                      {"max_output_bytes", config.max_output_bytes},
-                      {"max_stdin_bytes", config.max_stdin_bytes},
-                      {"limits", LimitsJson(config)},
-                      {"auth", !config.auth_token.empty()}});
+  log::Info("start",
+            {{"version", MCP_EXEC_VERSION},
+             {"transport", TransportName(config.transport)},
+             {"max_concurrent", config.max_concurrent},
+             {"max_queue", config.max_queue},
+             {"default_timeout_s", config.default_timeout_s},
+             {"max_timeout_s", config.max_timeout_s},
+             {"memory_limit_mb", config.memory_limit_mb},
+             {"max_output_bytes", config.max_output_bytes},
+             {"max_stdin_bytes", config.max_stdin_bytes},
+             {"limits", LimitsJson(config)},
+             // stdio has no auth: its one caller started the server.
+             {"auth", config.transport != Transport::kStdio && !config.auth_token.empty()}});
+  if (config.transport == Transport::kStdio && !config.auth_token.empty()) {
+    log::Warn("auth_token_ignored",
+              {{"why",
+                "MCP_EXEC_AUTH_TOKEN is set but stdio has no auth: the client that started "
+                "the server is its only caller; the token guards http and sse"}});
+  }
 }
 
 // The zygote is up: build the request path on it and serve until told to stop.
@@ -129,7 +133,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const Config config = *parsed.config;
-  log::SetLevel(config.log_level);
+  // doctor prints its own report: the start's info lines (zygote_ready, a
+  // JSON line) would only interleave with it. Warnings and errors still show.
+  log::SetLevel(parsed.command == "doctor" && config.log_level == "info" ? "warn"
+                                                                         : config.log_level);
   // Same-uid processes (runs, in the container posture) may not read our
   // memory, environment or fds through /proc.
   if (prctl(PR_SET_DUMPABLE, 0) != 0) {

@@ -1,13 +1,18 @@
 #include "base/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <sstream>
+#include <vector>
 
+#include "base/python_env.h"
 #include "base/resources.h"
 #include "base/version.h"
 
@@ -110,17 +115,19 @@ const std::vector<Option>& Options() {
          return err;
        }},
       {"MCP_EXEC_DEFAULT_TIMEOUT_S", "--default-timeout-s", Default(&Config::default_timeout_s),
-       "s", "wall-clock timeout of a call that gives none (or 0)",
+       "s", "wall-clock timeout of a call that gives none (or 0); at most the max timeout",
        IntField(&Config::default_timeout_s, 1, 86400)},
       {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", Default(&Config::max_timeout_s), "s",
        "ceiling for a call's timeout_s", IntField(&Config::max_timeout_s, 1, 86400)},
       {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", Default(&Config::max_output_bytes),
        "bytes", "one budget shared by stdout and stderr",
-       IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
+       IntField(&Config::max_output_bytes, 1, 256 * kMiB)},
       {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", Default(&Config::max_stdin_bytes), "bytes",
        "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_PYTHON", "--python", Config{}.python, "",
-       "accepted for compatibility and ignored: the interpreter is embedded (see README)",
+       "a venv or interpreter whose site-packages runs may import too (read-only, after the "
+       "system's); it must be the embedded Python's version. The default means nothing: the "
+       "interpreter is embedded",
        [](Config& c, const std::string& v) -> std::string {
          if (v.empty()) return "must not be empty";
          c.python = v;
@@ -142,7 +149,7 @@ const std::vector<Option>& Options() {
        "6 x (code + stdin + input-file caps) + 64 KiB", "bytes", "cap on one JSON-RPC message",
        IntField(&Config::max_request_bytes, 1024, 4096 * kMiB)},
       {"MCP_EXEC_WORKDIR_ROOT", "--workdir-root", Config{}.workdir_root, "",
-       "where the runs' private working directories are made",
+       "where the runs' private working directories are made (it must exist)",
        [](Config& c, const std::string& v) -> std::string {
          if (v.empty() || v[0] != '/') return "must be an absolute path";
          c.workdir_root = v;
@@ -223,7 +230,9 @@ const std::vector<Option>& Options() {
        "* allows every origin, and only with MCP_EXEC_AUTH_TOKEN set",
        StringField(&Config::allowed_origins)},
       {"MCP_EXEC_MAX_SESSIONS", "--max-sessions", Default(&Config::max_sessions), "sessions",
-       "open MCP sessions over http/sse", IntField(&Config::max_sessions, 1, 100000)},
+       "open MCP sessions over http/sse; past it a new one ends the least recently used idle "
+       "one (no call running, no stream open)",
+       IntField(&Config::max_sessions, 1, 100000)},
       {"MCP_EXEC_MAX_STREAMS", "--max-streams", Default(&Config::max_streams), "streams",
        "open server-sent event streams (each holds a connection)",
        IntField(&Config::max_streams, 1, 10000)},
@@ -232,7 +241,8 @@ const std::vector<Option>& Options() {
        IntField(&Config::session_idle_s, 1, int64_t{86400} * 7)},
       {"MCP_EXEC_MAX_PY_SESSIONS", "--max-py-sessions",
        "half the memory the process may use / MCP_EXEC_MEMORY_LIMIT_MB, 2 to 64", "sessions",
-       "live Python sessions (the exec tool's `session`) at once; past it a new one is refused",
+       "live Python sessions (the exec tool's `session`) at once; past it a new one ends the "
+       "least recently used idle one, and is refused only when every one has a call running",
        IntField(&Config::max_py_sessions, 1, 10000)},
       {"MCP_EXEC_HANDLE_PREFIX", "--handle-prefix", "(empty)", "",
        "written before a dot at the head of every session handle (1-24 of A-Z a-z 0-9 -): "
@@ -391,7 +401,7 @@ std::string HelpText() {
        "Usage:\n"
        "  mcp-exec [FLAGS]          serve MCP (stdio by default)\n"
        "  mcp-exec doctor [--json]  show which isolation layers hold on this host\n"
-       "  mcp-exec --help | --version\n\n"
+       "  mcp-exec --help | --version (or -V, version)\n\n"
        "Every flag has an environment variable; a flag wins over its variable.\n"
        "A set but malformed value is an error (exit status 1), never a silent default.\n\n";
   for (const Option& opt : Options()) {
@@ -485,6 +495,38 @@ void DeriveDefaults(Config& c, const Resources& res) {
   }
 }
 
+// " (did you mean --x?)" for a mistyped flag: the flag it starts, the one
+// that starts it, or the nearest by edit distance (at most 3 edits); an
+// environment variable's name gets its flag. "" when nothing is close.
+std::string Suggestion(const std::string& name) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_d = 4;
+  for (const Option& opt : Options()) {
+    const std::string flag = opt.flag;
+    if (name == opt.env) return std::string(" (did you mean ") + opt.flag + "=...?)";
+    if (name.size() > 3 && (flag.rfind(name, 0) == 0 || name.rfind(flag, 0) == 0)) {
+      return " (did you mean " + flag + "?)";
+    }
+    const size_t d = distance(name, flag);
+    if (d < best_d) best_d = d, best = flag;
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
 }  // namespace
 
 ParseResult ParseConfig(const std::map<std::string, std::string>& env,
@@ -507,7 +549,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       r.print_and_exit = HelpText();
       return r;
     }
-    if (a == "--version") {
+    if (a == "--version" || a == "-V" || (a == "version" && i == 0)) {
       r.print_and_exit = std::string("mcp-exec ") + MCP_EXEC_VERSION + "\n";
       return r;
     }
@@ -532,7 +574,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       if (name == opt.flag) match = &opt;
     }
     if (!match) {
-      r.error = "unknown argument \"" + a + "\" (see --help)";
+      r.error = "unknown argument \"" + a + "\"" + Suggestion(name) + " (see --help)";
       return r;
     }
     if (!has_value) {
@@ -559,12 +601,54 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
         "or list the origins instead";
     return r;
   }
+  if (c.default_timeout_s > c.max_timeout_s) {
+    r.error = "MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
+              ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +
+              "): a call without timeout_s could never get it; lower the default or raise the "
+              "max (or --default-timeout-s, --max-timeout-s)";
+    return r;
+  }
+  // MCP_EXEC_PYTHON (the Go server's way to add packages): its default
+  // means nothing here; anything else lends its site-packages to the runs.
+  if (c.python != Config{}.python) {
+    python_env::Found found;
+    auto path = env.find("PATH");
+    std::string why = python_env::Probe(c.python, path == env.end() ? "" : path->second, &found);
+    if (why.empty()) why = python_env::Compatible(found, MCP_EXEC_PYTHON_VERSION);
+    if (!why.empty()) {
+      r.error = "MCP_EXEC_PYTHON (or --python) " + c.python + " " + why;
+      return r;
+    }
+    for (const std::string& dir : found.site) {
+      c.python_site.push_back(dir);
+      // Runs see the system folders already; any other is shown read-only
+      // at the same path.
+      bool system = false;
+      for (const char* sys_dir : {"/usr/", "/lib/", "/lib64/"}) {
+        system = system || dir.rfind(sys_dir, 0) == 0;
+      }
+      if (!system) c.mounts.push_back({dir, dir, false, true});
+    }
+  }
   if (!c.mounts.empty()) {
     std::string err = mounts::Check(&c.mounts, c.workdir_root, SelfExe());
     if (!err.empty()) {
-      r.error = c.mounts_from + " " + err;
+      r.error =
+          (c.mounts_from.empty() ? std::string("MCP_EXEC_PYTHON's site-packages") : c.mounts_from) +
+          " " + err;
       return r;
     }
+  }
+  // The server makes its directories inside the root, never the root itself
+  // (nor its parents: a typo would otherwise become a tree of folders).
+  struct stat root_st;
+  const bool exists = stat(c.workdir_root.c_str(), &root_st) == 0;
+  if (!exists || !S_ISDIR(root_st.st_mode)) {
+    r.error =
+        "MCP_EXEC_WORKDIR_ROOT (or --workdir-root) " + c.workdir_root +
+        (exists ? " is not a directory" : std::string(" cannot be used: ") + strerror(errno)) +
+        ": create it, or name a directory that exists (default " + Config{}.workdir_root + ")";
+    return r;
   }
   r.config = c;
   return r;

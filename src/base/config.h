@@ -35,6 +35,10 @@ struct Config {
   // variable or flag that set them, for the error that names it.
   std::vector<mounts::Mount> mounts;
   std::string mounts_from;
+  // MCP_EXEC_PYTHON's site-packages folders (python_env::Probe), added to the
+  // runs' sys.path; those outside the system folders are also in `mounts`,
+  // read-only (and executable: compiled modules are mapped from them).
+  std::vector<std::string> python_site;
   // Per-run limits of the sandbox.
   int64_t memory_limit_mb = 512;
   int64_t disk_limit_mb = 256;

@@ -111,6 +111,21 @@ std::string Metrics::Render(const Gauges& g) const {
     o << "mcp_exec_py_session_ends_total{reason=\"" << reason << "\"} "
       << (it == py_session_ends_.end() ? 0 : it->second) << "\n";
   }
+  auto by_table = [&](const char* name, const char* help,
+                      const std::map<std::string, uint64_t>& counts) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+    for (const char* table : {"mcp", "python"}) {
+      auto it = counts.find(table);
+      o << name << "{table=\"" << table << "\"} " << (it == counts.end() ? 0 : it->second) << "\n";
+    }
+  };
+  by_table("mcp_exec_session_evictions_total",
+           "Idle sessions ended to make room in a full table (mcp: MCP sessions; python: the "
+           "exec tool's sessions), least recently used first.",
+           session_evictions_);
+  by_table("mcp_exec_session_refusals_total",
+           "New sessions refused because the table was full and none of its sessions was idle.",
+           session_refusals_);
   o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
        "status.\n# TYPE mcp_exec_http_refused_total counter\n";
   // The usual refusals always (a dashboard sees zeros), and any other
@@ -123,6 +138,16 @@ std::string Metrics::Render(const Gauges& g) const {
     o << "mcp_exec_http_refused_total{status=\"" << status << "\"} " << count << "\n";
   }
   return o.str();
+}
+
+void Metrics::RecordSessionEviction(const std::string& table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++session_evictions_[table];
+}
+
+void Metrics::RecordSessionRefusal(const std::string& table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++session_refusals_[table];
 }
 
 void Metrics::RecordHttpRefused(int status) {

@@ -32,6 +32,11 @@ class Metrics {
   void RecordPySessionStart();
   void RecordPySessionEnd(const std::string& reason);
   static const std::array<const char*, 7> kPySessionEndReasons;
+  // A full session table ("mcp": MCP sessions over http/sse; "python": the
+  // exec tool's sessions) that made room by ending its least recently used
+  // idle session, or refused a newcomer because none was idle.
+  void RecordSessionEviction(const std::string& table);
+  void RecordSessionRefusal(const std::string& table);
 
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
@@ -54,6 +59,7 @@ class Metrics {
   std::map<int, uint64_t> http_refused_;
   uint64_t py_session_starts_ = 0;
   std::map<std::string, uint64_t> py_session_ends_;
+  std::map<std::string, uint64_t> session_evictions_, session_refusals_;
   Histogram duration_, queue_;
 };
 

@@ -78,6 +78,7 @@ const std::vector<Arg>& Args() {
         {"huge-pages", IntField(&ZygoteArgs::huge_pages, 0), num(&ZygoteArgs::huge_pages)},
         {"prefault", IntField(&ZygoteArgs::prefault, 0), num(&ZygoteArgs::prefault)},
         {"preload", TextField(&ZygoteArgs::preload), text(&ZygoteArgs::preload)},
+        {"site", TextField(&ZygoteArgs::site), text(&ZygoteArgs::site)},
         {"mounts", TextField(&ZygoteArgs::mounts), text(&ZygoteArgs::mounts)},
         OutputArg("max-images", &OutputLimits::max_images, 0),
         OutputArg("max-image-bytes", &OutputLimits::max_image_bytes, 1),

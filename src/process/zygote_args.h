@@ -58,6 +58,9 @@ struct ZygoteArgs {
   int64_t prefault = 0;
   // Modules to import and warm after the promised packages (comma-separated).
   std::string preload;
+  // site-packages folders added to the runtime's sys.path, ':'-separated
+  // (from MCP_EXEC_PYTHON: python_env::Probe).
+  std::string site;
   // Host folders in every run: mounts::Format of the checked MCP_EXEC_MOUNTS.
   std::string mounts;
   // The runs' cgroups, as the supervisor found them (sandbox::cgroups::Detect).

@@ -18,6 +18,9 @@ class ServerHealth {
   virtual std::string MetricsText(int64_t sessions, int64_t streams) const = 0;
   // An HTTP request answered with an error status before it reached MCP.
   virtual void RecordHttpRefused(int status) = 0;
+  // The MCP session table, full, ended an idle session to make room for a
+  // new one (evicted) or refused it (none was idle).
+  virtual void RecordMcpSessionTable(bool evicted) = 0;
 };
 
 }  // namespace mcpexec

@@ -77,6 +77,9 @@ class ToolBackend {
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}
+  // A termination signal: the server is going down, so connections that end
+  // from now on end because of it (not because their client left).
+  virtual void ServerStopping() {}
 };
 
 // A CallToolResult with isError true: the one text item is `message`.

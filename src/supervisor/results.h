@@ -27,7 +27,8 @@ ResultLimits ResultLimitsFor(const Config& config);
 // Why an out/ file may be listed in files_omitted: past the count or the
 // bytes, a name that is not plain UTF-8 (listed escaped), an entry that could
 // not be read. The output schema's enum and the reader both use this list.
-inline constexpr std::array<const char*, 4> kOmittedWhy = {"count", "bytes", "name", "unreadable"};
+inline constexpr std::array<const char*, 5> kOmittedWhy = {"count", "bytes", "name", "unreadable",
+                                                           "not_a_file"};
 bool IsOmittedWhy(const std::string& why);
 
 class ResultsReader {

@@ -95,12 +95,14 @@ SessionPool::Reservation SessionPool::Reserve(const Ask& ask) {
   }
   if (!e) {
     r.full = true;
+    if (metrics_) metrics_->RecordSessionRefusal("python");
     r.error =
         (ask.session == kNew ? std::string("a new session") : "session \"" + ask.session + "\"") +
-        " cannot start: this server already holds " + std::to_string(entries_.size()) +
-        " live Python sessions, its limit (MCP_EXEC_MAX_PY_SESSIONS=" +
+        " cannot start: all " + std::to_string(entries_.size()) +
+        " live Python sessions of this server (its limit, MCP_EXEC_MAX_PY_SESSIONS=" +
         std::to_string(config_.max_py_sessions) +
-        "). Reuse a session you have, call with reset, or run without `session`.";
+        ") have a call running or waiting, so none can give way. Retry when a call ends, use a "
+        "session you already hold, or run without `session` (a fresh process per call).";
     return r;
   }
   uint64_t id = next_ticket_++;
@@ -122,22 +124,30 @@ std::shared_ptr<SessionPool::Entry> SessionPool::AddLocked(const Key& key, uint6
   return e;
 }
 
-// A connection that holds fewer sessions than another may take the least
+// A connection that holds fewer sessions than another takes the least
 // recently used idle session of the one that holds the most: one client
 // cannot keep every other out of the pool for as long as its sessions live.
+// Failing that (clients that hold one session each and never come back:
+// HTTP clients close without DELETE), the least recently used idle session
+// of any connection gives way. A session with a call running or waiting
+// never does.
 bool SessionPool::MakeRoomLocked(uint64_t connection) {
   std::map<uint64_t, size_t> held{{connection, 0}};
   for (const auto& [key, e] : entries_) ++held[e->owner];
-  // No share of its own: a connection never evicts its own sessions.
   const std::optional<uint64_t> from =
       WhoGivesWay(held, connection, std::numeric_limits<size_t>::max(), true);
-  if (!from) return false;
-  std::shared_ptr<Entry> victim;
-  for (const auto& [key, e] : entries_) {
-    if (e->owner != *from || e->running || !e->line.empty()) continue;
-    if (!victim || e->last_used < victim->last_used) victim = e;
-  }
+  auto least_recent = [&](const std::optional<uint64_t>& owner) {
+    std::shared_ptr<Entry> victim;
+    for (const auto& [key, e] : entries_) {
+      if ((owner && e->owner != *owner) || e->running || !e->line.empty()) continue;
+      if (!victim || e->last_used < victim->last_used) victim = e;
+    }
+    return victim;
+  };
+  std::shared_ptr<Entry> victim = from ? least_recent(from) : nullptr;
+  if (!victim) victim = least_recent(std::nullopt);
   if (!victim) return false;
+  if (metrics_) metrics_->RecordSessionEviction("python");
   EndInterpreterLocked(*victim, "evicted");
   entries_.erase(victim->key);
   return true;
@@ -189,8 +199,9 @@ std::string SessionPool::WhyEnded(const char* reason) const {
            " s (MCP_EXEC_PY_SESSION_MAX_S)";
   }
   if (r == "evicted") {
-    return "the server needed its room for another client's session "
-           "(MCP_EXEC_MAX_PY_SESSIONS)";
+    return "evicted: it was idle the longest when the server, holding its limit of " +
+           std::to_string(config_.max_py_sessions) +
+           " sessions (MCP_EXEC_MAX_PY_SESSIONS), needed room for a new one";
   }
   if (r == "shutdown") return "the server shut down";
   if (r == "interpreter_ended") return "its interpreter ended";
@@ -287,7 +298,8 @@ std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel)
   const auto now = Clock::now();
   e.last_used = now;
   std::string ended;
-  if (stopping_ || (cancel.cancelled() && cancel.reason() == CancelReason::kShutdown)) {
+  if (stopping_ || server_stopping_ ||
+      (cancel.cancelled() && cancel.reason() == CancelReason::kShutdown)) {
     ended = "the server is shutting down";
     EndInterpreterLocked(e, "shutdown");
   } else if (!e.run.ended.empty()) {
@@ -307,6 +319,11 @@ std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel)
   return ended;
 }
 
+void SessionPool::Stopping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  server_stopping_ = true;
+}
+
 void SessionPool::EndConnection(uint64_t connection) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = entries_.lower_bound({connection, std::string()});
@@ -317,7 +334,7 @@ void SessionPool::EndConnection(uint64_t connection) {
       e->close_after = true;  // ended when its cell returns
       continue;
     }
-    EndInterpreterLocked(*e, "connection_closed");
+    EndInterpreterLocked(*e, server_stopping_ ? "shutdown" : "connection_closed");
     ForgetIfDoneLocked(e);
   }
 }

@@ -69,6 +69,9 @@ class SessionPool {
 
   // The connection is gone: every session it named ends.
   void EndConnection(uint64_t connection);
+  // The server is going down (a signal): sessions that end with their
+  // connection from now on are counted as ended by the shutdown.
+  void Stopping();
   // Ends every session (call before the executor's Shutdown).
   void Shutdown();
 
@@ -87,8 +90,9 @@ class SessionPool {
   // With mu_ held: drops the entry when nothing is left of it.
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);
-  // With mu_ held, the pool full: ends another connection's idle session
-  // if that one holds more than its share. False: no room.
+  // With mu_ held, the pool full: ends the least recently used idle session
+  // (of the connection holding the most, if it holds more than the asker;
+  // else of any). False: every session has a call running or waiting.
   bool MakeRoomLocked(uint64_t connection);
   // With mu_ held: a new entry for key, owned by `owner`, or null (full).
   std::shared_ptr<Entry> AddLocked(const Key& key, uint64_t owner, bool handle);
@@ -104,6 +108,7 @@ class SessionPool {
   HandleBook handles_;
   uint64_t next_ticket_ = 1;
   bool stopping_ = false;
+  bool server_stopping_ = false;  // Stopping(): connections end for the shutdown
   std::thread sweeper_;
 };
 

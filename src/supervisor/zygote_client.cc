@@ -93,6 +93,7 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.huge_pages = config_.zygote_huge_pages;
   a.prefault = config_.spare_prefault;
   a.preload = config_.preload;
+  for (const std::string& dir : config_.python_site) a.site += (a.site.empty() ? "" : ":") + dir;
   a.mounts = mounts::Format(config_.mounts);
   a.cgroup_version = cgroups_.version;
   a.cgroup_memory_dir = cgroups_.memory_dir;

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include "base/base64.h"
 #include "base/fs_util.h"
@@ -95,7 +97,8 @@ json FilesOmittedSchema() {
            "out/ files not returned: past MCP_EXEC_MAX_OUT_FILES (count) or "
            "MCP_EXEC_MAX_OUT_BYTES (bytes), a name that is not UTF-8 or holds control or bidi "
            "characters (name; the path shows them as \\xNN or \\uNNNN), no permission to "
-           "read (unreadable); at most 100 listed"}};
+           "read (unreadable), a symbolic link, pipe or socket (not_a_file: links are not "
+           "followed); at most 100 listed"}};
 }
 
 }  // namespace
@@ -296,8 +299,10 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
   DescribeExtras(o, c);
   o << " " << kSessionCall << " A session ends after " << HumanDuration(c.py_session_idle_s)
     << " without a call, " << HumanDuration(c.py_session_max_s)
-    << " after it started, when its interpreter dies (a crash, a timeout the code ignores) or "
-       "when the server restarts; a call with its handle is then a tool error saying so: start "
+    << " after it started, when its interpreter dies (a crash, a timeout the code ignores), "
+       "when the server, holding its most sessions, needs room for a new one and it is the one "
+       "idle the longest, or when the server restarts; a call with its handle is then a tool error "
+       "saying so: start "
        "a new one with \"new\" and rebuild its state (a session a 2025 client named starts "
        "afresh instead, and the result says session_new true). A timeout or cancel in a session "
        "raises KeyboardInterrupt and keeps the state. A session is one principal's state: code run "
@@ -414,6 +419,12 @@ namespace {
 // A path of `files`, with the message naming it.
 std::optional<std::string> CheckInputPath(const std::string& path) {
   if (path.empty()) return std::string("files: an empty path");
+  if (path == "~" || path.rfind("~/", 0) == 0) {
+    return "files: \"" + RepairUtf8(path) +
+           "\" starts with ~, which is not expanded: a path is relative to the run's working "
+           "directory (write \"" +
+           RepairUtf8(path.substr(path.size() > 1 ? 2 : 1)) + "\" for a file there)";
+  }
   if (auto problem = RelativePathProblem(path)) {
     return "files: \"" + RepairUtf8(path) + "\" " + *problem;
   }
@@ -432,9 +443,16 @@ std::optional<std::string> ValidateFiles(const json& files, const Config& c,
            std::to_string(c.max_in_files) + " (MCP_EXEC_MAX_IN_FILES)";
   }
   int64_t total = 0;
+  std::set<std::string> paths;
   for (auto it = files.begin(); it != files.end(); ++it) {
-    const std::string& path = it.key();
+    // "./a" is "a", as a shell would have it.
+    std::string path = it.key();
+    while (path.rfind("./", 0) == 0 && path.size() > 2) path.erase(0, 2);
     if (auto err = CheckInputPath(path)) return err;
+    if (!paths.insert(path).second) {
+      return "files: \"" + RepairUtf8(it.key()) + "\" names the same file as another key (\"" +
+             RepairUtf8(path) + "\")";
+    }
     const std::string quoted = "files: \"" + path + "\" ";
     std::string data;
     if (it->is_string()) {
@@ -460,7 +478,7 @@ std::optional<std::string> ValidateFiles(const json& files, const Config& c,
     for (size_t slash = path.find('/'); slash != std::string::npos;
          slash = path.find('/', slash + 1)) {
       const std::string folder = path.substr(0, slash);
-      if (files.contains(folder)) {
+      if (paths.count(folder)) {
         return "files: \"" + folder + "\" is a file and also a folder of \"" + path + "\"";
       }
     }
@@ -506,9 +524,14 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   static const json kEmpty = json::object();
   const json& a = args.is_object() ? args : kEmpty;
   // 1. code
+  // The contract's message, exactly, for a missing or blank code; a wrong
+  // type says what came instead (the same message first).
   auto code_it = a.find("code");
-  if (code_it == a.end() || !code_it->is_string() ||
-      IsBlank(code_it->get_ref<const std::string&>())) {
+  if (code_it != a.end() && !code_it->is_string()) {
+    return std::string("code must not be empty: it must be a string of Python source, not ") +
+           (code_it->is_null() ? "null" : std::string("a ") + code_it->type_name());
+  }
+  if (code_it == a.end() || IsBlank(code_it->get_ref<const std::string&>())) {
     return std::string("code must not be empty");
   }
   // 2. unknown arguments, then types
@@ -534,11 +557,18 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   }
   // 3. sizes, in UTF-8 bytes
   if (static_cast<int64_t>(req.stdin_data.size()) > c.max_stdin_bytes) {
-    return "stdin exceeds limit of " + std::to_string(c.max_stdin_bytes) + " bytes";
+    return "stdin exceeds limit of " + std::to_string(c.max_stdin_bytes) +
+           " bytes (MCP_EXEC_MAX_STDIN_BYTES): it is " + std::to_string(req.stdin_data.size()) +
+           " bytes in UTF-8; pass large data in files instead, or raise the limit";
   }
   req.code = code_it->get<std::string>();
+  // A UTF-8 byte-order mark (editors on Windows write one) is not code:
+  // python3 skips it in a file, and so do we.
+  if (req.code.rfind("\xEF\xBB\xBF", 0) == 0) req.code.erase(0, 3);
   if (static_cast<int64_t>(req.code.size()) > c.max_code_bytes) {
-    return "code exceeds limit of " + std::to_string(c.max_code_bytes) + " bytes";
+    return "code exceeds limit of " + std::to_string(c.max_code_bytes) +
+           " bytes (MCP_EXEC_MAX_CODE_BYTES): it is " + std::to_string(req.code.size()) +
+           " bytes in UTF-8; put data in files or stdin instead of the code, or raise the limit";
   }
   // 4. timeout: never rejected
   req.timeout_s = ClampTimeout(timeout, c);
@@ -584,11 +614,29 @@ std::string AnswerText(const std::string& raw, std::optional<std::string>* tail)
 
 }  // namespace
 
+std::string TidyCrashReport(const std::string& text) {
+  const size_t fatal = text.rfind("Fatal Python error: ");
+  if (fatal == std::string::npos) return text;
+  std::string out = text.substr(0, fatal);
+  size_t at = fatal;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string_view line(text.data() + at, end - at);
+    const bool runtime_frame = line.find("  File \"<mcp_exec_runtime>\"") == 0;
+    const bool module_list = line.rfind("Extension modules: ", 0) == 0;
+    if (!runtime_frame && !module_list) out.append(line);
+    at = end;
+  }
+  return out;
+}
+
 json StructuredResult(const ExecResult& r) {
   std::optional<std::string> stdout_cut, stderr_cut;  // their tails, when cut
   json j = {
       {"stdout", AnswerText(r.stdout_data, &stdout_cut)},
-      {"stderr", AnswerText(r.stderr_data, &stderr_cut)},
+      {"stderr",
+       AnswerText(r.signal ? TidyCrashReport(r.stderr_data) : r.stderr_data, &stderr_cut)},
       {"exit_code", r.exit_code},
       {"duration_ms", r.duration_ms},
       {"truncated", r.truncated},
@@ -605,7 +653,9 @@ json StructuredResult(const ExecResult& r) {
   // A tail is the stream's last bytes (at most MCP_EXEC_TAIL_BYTES): kept
   // as they are, it is small whatever its escaping.
   if (r.stdout_lost) j["stdout_tail"] = RepairUtf8(r.stdout_tail);
-  if (r.stderr_lost) j["stderr_tail"] = RepairUtf8(r.stderr_tail);
+  if (r.stderr_lost) {
+    j["stderr_tail"] = RepairUtf8(r.signal ? TidyCrashReport(r.stderr_tail) : r.stderr_tail);
+  }
   if (stdout_cut && !r.stdout_lost) j["stdout_tail"] = *stdout_cut;
   if (stderr_cut && !r.stderr_lost) j["stderr_tail"] = *stderr_cut;
   if (stdout_cut || stderr_cut) j["truncated"] = true;

@@ -85,6 +85,12 @@ std::optional<std::string> ValidateFiles(const nlohmann::json& files, const Conf
 // Timeout rule 4 of the contract, on a value already known to be an integer.
 int64_t ClampTimeout(std::optional<int64_t> requested, const Config& config);
 
+// Python's fatal-error report (a crash: faulthandler's "Fatal Python
+// error:" block) without what only adds noise for the reader: the frames of
+// the server's own runtime and the "Extension modules: ..." list (about
+// 1.5 KB). Everything before the report, and the code's own frames, stay.
+std::string TidyCrashReport(const std::string& text);
+
 nlohmann::json StructuredResult(const ExecResult& r);
 // The result's text item: StructuredResult's JSON, small fields first, then
 // the tails, then stdout and stderr (clients cut long text from the end).

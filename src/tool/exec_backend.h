@@ -33,6 +33,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
                                             const CallContext& context) override;
   std::optional<Resource> ReadResource(const std::string& uri) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
+  void ServerStopping() override { sessions_.Stopping(); }
   TaskStore* tasks() override { return &tasks_; }
 
   // The server is stopping: runs that became tasks are ended (their results
@@ -43,6 +44,13 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   bool Ready() const override;
   std::string MetricsText(int64_t sessions, int64_t streams) const override;
   void RecordHttpRefused(int status) override { metrics_.RecordHttpRefused(status); }
+  void RecordMcpSessionTable(bool evicted) override {
+    if (evicted) {
+      metrics_.RecordSessionEviction("mcp");
+    } else {
+      metrics_.RecordSessionRefusal("mcp");
+    }
+  }
 
  private:
   nlohmann::json Execute(const ExecRequest& req, CancelToken& cancel, const Progress& progress,

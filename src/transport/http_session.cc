@@ -251,10 +251,10 @@ SessionTable::SessionTable(size_t max, NewId new_id)
     : max_(max), share_(std::max<size_t>(1, max / 2)), new_id_(std::move(new_id)) {}
 
 std::map<std::string, std::shared_ptr<HttpSession>>::iterator SessionTable::IdleVictimLocked(
-    const std::optional<std::string>& from) {
+    const std::string* from) {
   auto victim = map_.end();
-  for (auto it = map_.begin(); from && it != map_.end(); ++it) {
-    if (it->second->client != *from || it->second->streams != 0 ||
+  for (auto it = map_.begin(); it != map_.end(); ++it) {
+    if ((from && it->second->client != *from) || it->second->streams != 0 ||
         it->second->mcp().in_flight() != 0) {
       continue;
     }
@@ -268,26 +268,45 @@ std::map<std::string, std::shared_ptr<HttpSession>>::iterator SessionTable::Idle
 std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBackend& backend,
                                                                           bool legacy,
                                                                           const std::string& client,
-                                                                          std::string* why) {
+                                                                          std::string* why,
+                                                                          bool* evicted_one) {
+  *evicted_one = false;
   std::shared_ptr<HttpSession> evicted;
+  const char* evicted_why = "";
   std::pair<std::string, std::shared_ptr<HttpSession>> made;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<std::string, size_t> held{{client, 0}};
     for (const auto& [id, s] : map_) ++held[s->client];
     // Whose idle session goes, if one must.
-    const std::optional<std::string> from = WhoGivesWay(held, client, share_, map_.size() >= max_);
-    if (held[client] >= share_ || map_.size() >= max_) {
-      auto victim = IdleVictimLocked(from);
+    const bool at_share = held[client] >= share_, full = map_.size() >= max_;
+    const std::optional<std::string> from = WhoGivesWay(held, client, share_, full);
+    if (at_share || full) {
+      // The client at its share gives way itself; with the table full, the
+      // client that holds the most does, and if none holds more (many
+      // clients with a session each that they never ended: clients that
+      // close without DELETE), the least recently used idle session of any.
+      auto victim = IdleVictimLocked(from ? &*from : nullptr);
+      evicted_why = !from             ? "idle the longest, and the table was full"
+                    : *from == client ? "idle, and its client opened another past its share"
+                                      : "idle, and its client held more than another";
+      if (victim == map_.end() && full && !at_share) {
+        victim = IdleVictimLocked(nullptr);
+        evicted_why = "idle the longest, and the table was full";
+      }
       if (victim == map_.end()) {
-        *why = held[client] >= share_
-                   ? "too many sessions from this client: it holds " +
-                         std::to_string(held[client]) +
-                         ", half of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
-                         ", and each has a call or a stream open. End one with DELETE"
-                   : "too many sessions (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) + ")";
+        *why = at_share ? "too many sessions from this client: it holds " +
+                              std::to_string(held[client]) +
+                              ", half of MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
+                              ", and each has a call or a stream open. End one with DELETE, or "
+                              "retry when one of its calls ends"
+                        : "too many sessions: all " + std::to_string(map_.size()) +
+                              " (MCP_EXEC_MAX_SESSIONS=" + std::to_string(max_) +
+                              ") have a call running or a stream open, so none can give way. Retry "
+                              "when a call ends, or end a session you hold with DELETE";
         return {"", nullptr};
       }
+      *evicted_one = true;
       evicted = victim->second;
       closing_.push_back(evicted);
       map_.erase(victim);
@@ -300,8 +319,7 @@ std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBa
   }
   if (evicted) {
     evicted->Close();
-    log::Info("session_evicted",
-              {{"why", "idle, and its client held more than another"}, {"share", share_}});
+    log::Info("session_evicted", {{"why", evicted_why}, {"share", share_}, {"max", max_}});
   }
   return made;
 }

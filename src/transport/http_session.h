@@ -141,11 +141,13 @@ class SessionTable {
   // share, half of them, that opens another loses its own least recently
   // used idle session (no call running, no stream open: clients that never
   // send DELETE); with the table full, a client holding fewer than another
-  // takes that one's least recently used idle session. Otherwise *why says
-  // why not.
+  // takes that one's least recently used idle session, and if no client
+  // holds more than another, the least recently used idle session of any
+  // (*evicted_one says one was ended). Otherwise *why says why not and what
+  // the client can do.
   std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy,
                                                               const std::string& client,
-                                                              std::string* why);
+                                                              std::string* why, bool* evicted_one);
   std::shared_ptr<HttpSession> Find(const std::string& id);
   std::shared_ptr<HttpSession> Remove(const std::string& id);
   int ExpireIdle(std::chrono::seconds idle);
@@ -160,9 +162,10 @@ class SessionTable {
   void Abandon();
 
  private:
-  // With mu_ held: the idle session of `from` used least recently, or end.
+  // With mu_ held: the idle session of `from` (null: of any client) used
+  // least recently, or end.
   std::map<std::string, std::shared_ptr<HttpSession>>::iterator IdleVictimLocked(
-      const std::optional<std::string>& from);
+      const std::string* from);
 
   const size_t max_, share_;
   const NewId new_id_;

@@ -27,14 +27,30 @@ http::Response PlainError(int status, const std::string& message) {
   return r;
 }
 
-http::Response JsonRpcHttpError(int status, int code, const std::string& message) {
+// id: the request's, when it was read (null only when it could not be).
+http::Response JsonRpcHttpError(int status, int code, const std::string& message,
+                                const json& id = nullptr) {
   http::Response r;
   r.status = status;
   r.content_type = "application/json";
   // Never a strict dump: the message may quote the client's bytes (a parse
   // error's, a header's), which need not be UTF-8.
-  r.body = LenientDump(jsonrpc::Error(nullptr, code, message));
+  r.body = LenientDump(jsonrpc::Error(id, code, message));
   return r;
+}
+
+// A request's id to echo in an error: a string or an integer, else null.
+json IdOf(const json& msg) {
+  if (!msg.is_object()) return nullptr;
+  auto it = msg.find("id");
+  if (it == msg.end() || !(it->is_string() || it->is_number_integer())) return nullptr;
+  return *it;
+}
+
+std::string SupportedVersionsText() {
+  std::string s;
+  for (const auto& v : kSupportedProtocolVersions) s += (s.empty() ? "" : ", ") + std::string(v);
+  return s;
 }
 
 http::Response JsonAnswer(const json& msg) {
@@ -214,7 +230,7 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
     return ex->Reply(std::move(r));
   }
   if (config_.transport == Transport::kHttp) {
-    if (path != "/mcp") return ex->Reply(PlainError(404, "not found"));
+    if (path != "/mcp") return ex->Reply(PlainError(404, NotFoundHint(req)));
     if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
     if (req.method == "POST") return StreamablePost(req, *ex);
     if (req.method == "GET") return StreamableGet(req, *ex);
@@ -227,7 +243,31 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
   if (req.method == "POST" && path == "/message") return LegacyPost(req, *ex);
   // The reference answers the stream's GET on any path: /sse and / both work.
   if (req.method == "GET") return LegacyGet(req, *ex);
-  ex->Reply(PlainError(404, "not found"));
+  ex->Reply(PlainError(404, NotFoundHint(req)));
+}
+
+// A 404 that says where the endpoint is: clients configured for the other
+// transport, or with a stray slash, learn what to change.
+std::string HttpTransport::NotFoundHint(const http::Request& req) const {
+  std::string hint = "not found: " + req.method + " " + req.path.substr(0, 128) + ". ";
+  if (config_.transport == Transport::kHttp) {
+    hint +=
+        "This server speaks streamable HTTP (MCP_EXEC_TRANSPORT=http): its one endpoint is /mcp";
+    if (req.path == "/mcp/") hint += " (no trailing slash)";
+    if (req.path == "/sse" || req.path == "/message") {
+      hint +=
+          "; the legacy HTTP+SSE transport (GET /sse, POST /message) needs "
+          "MCP_EXEC_TRANSPORT=sse, or point the client at /mcp as a streamable HTTP server";
+    }
+  } else {
+    hint +=
+        "This server speaks the legacy HTTP+SSE transport (MCP_EXEC_TRANSPORT=sse): GET /sse "
+        "opens the stream, which announces the /message URL to POST to";
+    if (req.path == "/mcp" || req.path == "/mcp/") {
+      hint += "; a streamable HTTP client needs MCP_EXEC_TRANSPORT=http (endpoint /mcp)";
+    }
+  }
+  return hint + "; /healthz, /readyz and /metrics are there too";
 }
 
 void HttpTransport::Refused(int status, const std::string& method, const std::string& path,
@@ -391,6 +431,14 @@ std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Reques
   return std::nullopt;
 }
 
+std::pair<std::string, std::shared_ptr<HttpSession>> HttpTransport::NewSession(
+    bool legacy, const std::string& client, std::string* why) {
+  bool evicted = false;
+  auto created = sessions_.Create(tools_, legacy, client, why, &evicted);
+  if (evicted || !created.second) health_.RecordMcpSessionTable(evicted);
+  return created;
+}
+
 // initialize opens a session (its id goes back in a header); anything else
 // names an open one.
 std::optional<http::Response> HttpTransport::SessionForPost(const http::Request& req,
@@ -399,7 +447,7 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
                                                             http::Headers* session_header) {
   if (msg.contains("id") && msg.value("method", json()) == "initialize") {
     std::string why;
-    auto created = sessions_.Create(tools_, false, req.client, &why);
+    auto created = NewSession(false, req.client, &why);
     if (!created.second) return PlainError(503, why);
     *session = created.second;
     session_header->emplace_back("Mcp-Session-Id", created.first);
@@ -409,15 +457,23 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
   const std::string session_id = req.Header("Mcp-Session-Id");
   if (session_id.empty()) {
     return JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
-                            "Mcp-Session-Id header is required (initialize first)");
+                            "Mcp-Session-Id header is required (initialize first)", IdOf(msg));
   }
   *session = sessions_.Find(session_id);
-  if (!*session) return JsonRpcHttpError(404, jsonrpc::kInvalidRequest, "session not found");
+  if (!*session) {
+    return JsonRpcHttpError(404, jsonrpc::kInvalidRequest,
+                            "session not found: it ended (DELETE, idle past "
+                            "MCP_EXEC_SESSION_IDLE_S, evicted for room, or a server restart) or "
+                            "never existed; initialize again for a new one",
+                            IdOf(msg));
+  }
   if (req.HasHeader("MCP-Protocol-Version") &&
       !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
     return JsonRpcHttpError(
         400, jsonrpc::kInvalidRequest,
-        "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version"));
+        "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version") +
+            " (supported: " + SupportedVersionsText() + ")",
+        IdOf(msg));
   }
   return std::nullopt;
 }
@@ -515,7 +571,7 @@ void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
     return ex.Reply(PlainError(503, "too many open streams (MCP_EXEC_MAX_STREAMS)"));
   }
   std::string why;
-  auto created = sessions_.Create(tools_, true, req.client, &why);
+  auto created = NewSession(true, req.client, &why);
   if (!created.second) {
     streams_--;
     return ex.Reply(PlainError(503, why));
@@ -667,6 +723,7 @@ int HttpTransport::Run(int signal_fd) {
   // answered. Only then stop the listener.
   log::Info("stopping", {{"why", "signal"}, {"grace_s", config_.shutdown_grace_s}});
   stopping_ = true;
+  tools_.ServerStopping();
   Drain();
   server_.Stop();
   sessions_.CloseAll();

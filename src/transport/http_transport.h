@@ -51,6 +51,13 @@ class HttpTransport final : public http::Handler {
                const std::string& client) override;
 
  private:
+  // The text of a 404 for a path this transport does not serve.
+  std::string NotFoundHint(const http::Request& req) const;
+  // A new MCP session from the table (which may end an idle one to make
+  // room), with the eviction or refusal counted in /metrics.
+  std::pair<std::string, std::shared_ptr<HttpSession>> NewSession(bool legacy,
+                                                                  const std::string& client,
+                                                                  std::string* why);
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
   http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, http::Exchange& ex);

@@ -125,7 +125,11 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
   // The end of stdin is the end of the requests, not of the client: the
   // calls it sent (`printf ... | mcp-exec` sends them before the runtime is
   // even warm) run and are answered, for up to the grace.
-  if (stop_reason == "eof") DrainAfterEof(session, config, out_fd, signal_fd);
+  if (stop_reason == "eof") {
+    DrainAfterEof(session, config, out_fd, signal_fd);
+  } else if (stop_reason.rfind("signal", 0) == 0) {
+    backend.ServerStopping();
+  }
   // Every call still in flight is answered before we exit: its output so
   // far with reason "shutdown" (or a tool error if it was still queued);
   // every open subscriptions/listen gets its closing result.

@@ -27,6 +27,7 @@
 #include "zygote/runner.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -201,12 +202,60 @@ void WaitForCell(void* arg) {
   w->r = wire::Receive(w->sock, &w->h, &w->payload, &w->fds);
 }
 
+// What a session's own threads print between cells: kept in a pipe per
+// stream (the kernel's 64 KiB; a writer waits when it is full, as at a
+// terminal nobody reads) and written out first in the next cell, instead of
+// going to /dev/null. The read ends are non-blocking; all four are
+// close-on-exec (a child started between cells inherits only fds 1 and 2).
+struct BetweenCells {
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+
+  bool Open() {
+    if (pipe2(out, O_CLOEXEC) != 0) return false;
+    if (pipe2(err, O_CLOEXEC) != 0) return false;
+    return fcntl(out[0], F_SETFL, O_NONBLOCK) == 0 && fcntl(err[0], F_SETFL, O_NONBLOCK) == 0;
+  }
+  // After DetachCell: fds 1 and 2 write into the pipes.
+  void Hold() const {
+    if (out[1] >= 0 && err[1] >= 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+    }
+  }
+  // After the next cell's fds are in place: what was held goes out first.
+  void Release() const {
+    Copy(out[0], 1);
+    Copy(err[0], 2);
+  }
+
+ private:
+  static void Copy(int from, int to) {
+    if (from < 0) return;
+    char buf[16384];
+    for (;;) {
+      ssize_t n = read(from, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      for (ssize_t done = 0; done < n;) {
+        ssize_t w = write(to, buf + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        done += w;
+      }
+    }
+  }
+};
+
 // A session's interpreter after its lockdown: runs its first cell, then
 // waits (the GIL released, so its threads go on) for the next on its socket,
 // until the socket closes or the process is killed. Its fds are numbers from
 // here on, as in RunnerExecute.
 [[noreturn]] void SessionLoop(embed::RunInput input, int64_t timeout_s) {
   const int sock = sandbox::fds::SessionFd(g_runner.status_fd);
+  // Opened while the status and results fds are open: the pipes cannot take
+  // their numbers.
+  BetweenCells between;
+  if (!between.Open()) between = BetweenCells{};
   for (int cell = 1;; ++cell) {
     SetCellCpuLimit(timeout_s);
     embed::DropPendingInterrupt();
@@ -215,6 +264,7 @@ void WaitForCell(void* arg) {
     fflush(nullptr);
     WriteCellDone(status, ReasonCode(reason));
     sandbox::fds::DetachCell(g_runner.status_fd);
+    between.Hold();
     CellWait w(sock);
     embed::WithoutGil(WaitForCell, &w);
     wire::RunParams params;
@@ -227,6 +277,7 @@ void WaitForCell(void* arg) {
         !sandbox::fds::ApplyCell(fds, g_runner.status_fd)) {
       _exit(126);
     }
+    between.Release();
     timeout_s = params.timeout_s;
   }
 }

@@ -562,8 +562,15 @@ void WatchChildren(Zygote& z) {
 std::string WarmUp(Zygote& z, const ZygoteArgs& args) {
   std::string report, error;
   const std::vector<std::string> preload = SplitComma(args.preload);
+  std::vector<std::string> site;
+  for (size_t start = 0; start < args.site.size();) {
+    size_t end = args.site.find(':', start);
+    if (end == std::string::npos) end = args.site.size();
+    if (end > start) site.push_back(args.site.substr(start, end - start));
+    start = end + 1;
+  }
   if (!embed::InitInterpreter(args.huge_pages != 0, &error) ||
-      !embed::WarmUp(preload, &report, &error)) {
+      !embed::WarmUp(preload, site, &report, &error)) {
     SendFatal(z.control, error);
     _exit(1);
   }

@@ -43,16 +43,7 @@ url="http://127.0.0.1:$port/mcp"
 env -i PATH="$PATH" MCP_EXEC_TRANSPORT=http MCP_EXEC_ADDR="127.0.0.1:$port" \
   MCP_EXEC_AUTH_TOKEN="$token" "$BIN" 2>"$work/server.log" &
 server=$!
-/usr/bin/python3 - "$port" <<'PY' || { fail "the server did not become ready" "$work/server.log"; exit 1; }
-import sys, time, urllib.request
-for _ in range(600):
-    try:
-        if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=1).status == 200:
-            sys.exit(0)
-    except Exception:
-        time.sleep(0.1)
-sys.exit(1)
-PY
+/usr/bin/python3 "$HERE/../wait_ready.py" "$port" || { fail "the server did not become ready" "$work/server.log"; exit 1; }
 
 # Runs a client with an empty HOME and no TTY; its output goes to $work/$1.
 client() {

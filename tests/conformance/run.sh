@@ -31,18 +31,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_ready() {
-  /usr/bin/python3 - "$1" <<'PY'
-import sys, time, urllib.request
-for _ in range(600):
-    try:
-        if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=1).status == 200:
-            sys.exit(0)
-    except Exception:
-        time.sleep(0.1)
-sys.exit(1)
-PY
-}
+wait_ready() { /usr/bin/python3 "$HERE/../wait_ready.py" "$1"; }
 # Judges the checks.json files under $1: prints each check that is not a
 # success, and exits 1 if any fails for a reason other than "Not testable".
 judge() {

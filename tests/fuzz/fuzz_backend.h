@@ -89,6 +89,13 @@ class FuzzBackend : public ToolBackend, public ServerHealth {
     return metrics_.Render(g);
   }
   void RecordHttpRefused(int status) override { metrics_.RecordHttpRefused(status); }
+  void RecordMcpSessionTable(bool evicted) override {
+    if (evicted) {
+      metrics_.RecordSessionEviction("mcp");
+    } else {
+      metrics_.RecordSessionRefusal("mcp");
+    }
+  }
 
   // The calls accepted so far may end now.
   void Release() {

@@ -29,7 +29,8 @@ TEST_F(ContractTest, ValidationOrderAndMessages) {
   Start({{"MCP_EXEC_MAX_STDIN_BYTES", "10"}});
   EXPECT_EQ(ToolErrorText(s().Call(json::object())), "code must not be empty");
   EXPECT_EQ(ToolErrorText(s().Call({{"code", " \n "}})), "code must not be empty");
-  EXPECT_EQ(ToolErrorText(s().Call({{"code", 12}})), "code must not be empty");
+  EXPECT_EQ(ToolErrorText(s().Call({{"code", 12}})),
+            "code must not be empty: it must be a string of Python source, not a number");
   // code first, even with other faults present
   EXPECT_EQ(ToolErrorText(s().Call({{"code", ""}, {"bogus", 1}, {"timeout_s", "x"}})),
             "code must not be empty");
@@ -52,14 +53,17 @@ TEST_F(ContractTest, ValidationOrderAndMessages) {
 TEST_F(ContractTest, StdinCapIsInBytesAndExactlyTheCapIsAccepted) {
   Start({{"MCP_EXEC_MAX_STDIN_BYTES", "10"}});
   EXPECT_EQ(ToolErrorText(s().Call({{"code", "1"}, {"stdin", std::string(11, 'a')}})),
-            "stdin exceeds limit of 10 bytes");
+            "stdin exceeds limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES): it is 11 bytes in "
+            "UTF-8; pass large data in files instead, or raise the limit");
   EXPECT_EQ(s().Exec("import sys; print(len(sys.stdin.read()))",
                      {{"stdin", std::string(10, 'a')}})["stdout"],
             "10\n");
   std::string six_e;  // 6 characters, 12 bytes
   for (int i = 0; i < 6; ++i) six_e += "\xC3\xA9";
-  EXPECT_EQ(ToolErrorText(s().Call({{"code", "1"}, {"stdin", six_e}})),
-            "stdin exceeds limit of 10 bytes");
+  EXPECT_EQ(
+      ToolErrorText(s().Call({{"code", "1"}, {"stdin", six_e}}))
+          .rfind("stdin exceeds limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES): it is 12 bytes", 0),
+      0u);
 }
 
 TEST_F(ContractTest, TimeoutIsClampedNeverRejected) {

@@ -77,6 +77,28 @@ class HttpTest : public HttpServerTest {
     if (!r || r->status != 200) return json();
     return Message(r->body);
   }
+  // initialize from a local address of 127.0.0.0/8 (one client per
+  // address); the raw answer.
+  std::string InitializeFrom(const std::string& source) {
+    int fd = ConnectRaw(source.c_str());
+    EXPECT_GE(fd, 0);
+    const std::string body = kInit;
+    SendAll(fd,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+            "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string a = ReadFor(fd, 5000);
+    close(fd);
+    return a;
+  }
+  static std::string SessionIdOf(const std::string& answer) {
+    size_t at = answer.find("Mcp-Session-Id: ");
+    if (at == std::string::npos) at = answer.find("mcp-session-id: ");
+    if (at == std::string::npos) return std::string();
+    at += 16;
+    return answer.substr(at, answer.find("\r\n", at) - at);
+  }
 };
 
 // Error answers may quote the client's bytes (a parse error's, a header's):
@@ -782,31 +804,11 @@ TEST_F(HttpTest, AHugeProgressTokenIsRefused) {
 // recently used idle session goes.
 TEST_F(HttpTest, OneClientCannotTakeEverySession) {
   Start({{"MCP_EXEC_MAX_SESSIONS", "8"}});
-  auto initialize_from = [&](const char* source) {
-    int fd = ConnectRaw(source);
-    EXPECT_GE(fd, 0);
-    const std::string body = kInit;
-    SendAll(fd,
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
-            "Content-Length: " +
-                std::to_string(body.size()) + "\r\n\r\n" + body);
-    std::string a = ReadFor(fd, 5000);
-    close(fd);
-    return a;
-  };
-  auto session_id = [](const std::string& answer) {
-    size_t at = answer.find("Mcp-Session-Id: ");
-    if (at == std::string::npos) at = answer.find("mcp-session-id: ");
-    if (at == std::string::npos) return std::string();
-    at += 16;
-    return answer.substr(at, answer.find("\r\n", at) - at);
-  };
   std::vector<std::string> flood;
   for (int i = 0; i < 16; ++i) {
-    std::string a = initialize_from("127.0.0.2");
+    std::string a = InitializeFrom("127.0.0.2");
     EXPECT_EQ(StatusOf(a), 200) << "initialize " << i << " from the flooding client: " << a;
-    flood.push_back(session_id(a));
+    flood.push_back(SessionIdOf(a));
   }
   // Another client is still served.
   std::string sid = Initialize();
@@ -820,6 +822,47 @@ TEST_F(HttpTest, OneClientCannotTakeEverySession) {
   };
   EXPECT_EQ(status_of(flood.front()), 404) << "the oldest idle session of the flooder went";
   EXPECT_EQ(status_of(flood.back()), 200);
+}
+
+// Issue 26, point 4: clients that close without DELETE (neither SDK's
+// close() sends it) each left one session behind; once the table was full,
+// every new client got 503 until the idle timeout, as nobody held more than
+// another. Now the least recently used idle session of any client gives
+// way, counted in /metrics; a refusal remains only when every session has a
+// call running or a stream open.
+TEST_F(HttpTest, AFullSessionTableEndsTheLeastRecentlyUsedIdleSession) {
+  Start({{"MCP_EXEC_MAX_SESSIONS", "4"}});
+  // Six one-session clients, one address each.
+  for (int i = 2; i < 8; ++i) {
+    std::string a = InitializeFrom("127.0.0." + std::to_string(i));
+    EXPECT_EQ(StatusOf(a), 200) << "client " << i << ": " << a.substr(0, 300);
+  }
+  EXPECT_EQ(Metric("mcp_exec_sessions"), 4);
+  EXPECT_EQ(Metric("mcp_exec_session_evictions_total{table=\"mcp\"}"), 2);
+  EXPECT_EQ(Metric("mcp_exec_session_refusals_total{table=\"mcp\"}"), 0);
+  // Every session busy (a stream open each): the next is refused, and told
+  // what to do.
+  std::vector<int> streams;
+  for (int i = 10; i < 14; ++i) {
+    const std::string source = "127.0.0." + std::to_string(i);
+    const std::string sid = SessionIdOf(InitializeFrom(source));
+    ASSERT_FALSE(sid.empty()) << source;
+    int fd = ConnectRaw(source.c_str());
+    ASSERT_GE(fd, 0);
+    SendAll(fd,
+            "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+            "Mcp-Session-Id: " +
+                sid + "\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n");
+    EXPECT_NE(ReadFor(fd, 1000).find(" 200 "), std::string::npos) << source;
+    streams.push_back(fd);
+  }
+  EXPECT_EQ(Metric("mcp_exec_session_evictions_total{table=\"mcp\"}"), 6);
+  std::string refused = InitializeFrom("127.0.0.9");
+  EXPECT_EQ(StatusOf(refused), 503) << refused.substr(0, 400);
+  EXPECT_NE(refused.find("MCP_EXEC_MAX_SESSIONS=4"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Retry when a call ends"), std::string::npos) << refused;
+  EXPECT_EQ(Metric("mcp_exec_session_refusals_total{table=\"mcp\"}"), 1);
+  for (int fd : streams) close(fd);
 }
 
 // Issue 19, point 17, the Python sessions: one client that opened every
@@ -847,6 +890,9 @@ TEST_F(HttpTest, OneClientCannotTakeEveryPythonSession) {
   // The hog kept its newer session; its older one starts anew.
   EXPECT_EQ(call(hog, "b", "print(y)")["structuredContent"]["stdout"], "2\n");
   EXPECT_GE(Metric("mcp_exec_py_session_ends_total{reason=\"evicted\"}"), 1);
+  EXPECT_EQ(Metric("mcp_exec_session_evictions_total{table=\"python\"}"),
+            Metric("mcp_exec_py_session_ends_total{reason=\"evicted\"}"));
+  EXPECT_EQ(Metric("mcp_exec_session_refusals_total{table=\"python\"}"), 0);
 }
 
 // Connections are bounded per client address and in total; the excess is

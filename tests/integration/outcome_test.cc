@@ -143,7 +143,9 @@ TEST(OutcomeTest, Internal) {
 TEST(OutcomeTest, PySessionsFull) {
   ServerProcess s(Env{{"MCP_EXEC_MAX_PY_SESSIONS", "1"}});
   s.Initialize();
-  ASSERT_EQ(s.Exec("x = 1", {{"session", "a"}})["exit_code"], 0);
+  // The one session busy: an idle one would give way.
+  s.SendCall(901, {{"code", "import time; time.sleep(5)"}, {"session", "a"}});
+  ASSERT_TRUE(s.StderrHas("\"event\":\"py_session_start\"", 20000)) << s.Stderr();
   json r = s.Call({{"code", "x = 2"}, {"session", "b"}});
   EXPECT_EQ(r.value("isError", false), true) << r.dump();
   EXPECT_TRUE(s.StderrHas("\"event\":\"py_sessions_full\"")) << s.Stderr();

@@ -309,19 +309,56 @@ TEST_F(SessionEndTest, AnIdleSessionHoldsNoSlot) {
   EXPECT_EQ(s.Exec("print(open('state.txt').read())", {{"session", "a"}})["stdout"], "kept\n");
 }
 
-TEST_F(SessionEndTest, CapacityIsAToolErrorNamingTheLimit) {
+// Issue 26, point 4: a full pool ends its least recently used idle session
+// for a newcomer (a name starts afresh next time, a handle is refused saying
+// it was evicted); only when every session has a call running is a new one
+// refused, with the limit and what to do.
+TEST_F(SessionEndTest, AFullPoolEndsItsLeastRecentlyUsedIdleSession) {
   ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PY_SESSIONS", "2"}}));
   s.Initialize();
-  s.Exec("x = 1", {{"session", "a"}});
+  json handle = s.Exec("x = 1", {{"session", "new"}});
   s.Exec("x = 2", {{"session", "b"}});
+  json c = s.Exec("print('c')", {{"session", "c"}});
+  EXPECT_EQ(c["stdout"], "c\n") << c.dump();
+  EXPECT_EQ(c["session_new"], true);
+  EXPECT_TRUE(s.StderrHas("\"reason\":\"evicted\"")) << s.Stderr();
+  // The handle's session was the oldest: its next call learns why.
+  json gone = s.Call({{"code", "print(x)"}, {"session", handle["session"]}});
+  EXPECT_TRUE(gone.value("isError", false)) << gone.dump();
+  std::string why = gone["content"][0]["text"];
+  EXPECT_NE(why.find("evicted"), std::string::npos) << why;
+  EXPECT_NE(why.find("MCP_EXEC_MAX_PY_SESSIONS"), std::string::npos) << why;
+  // b kept its state; asking for a then evicts c (now the oldest), and a
+  // starts afresh.
+  EXPECT_EQ(s.Exec("print(x)", {{"session", "b"}})["stdout"], "2\n");
+  json a = s.Exec("print('x' in globals())", {{"session", "a"}});
+  EXPECT_EQ(a["stdout"], "False\n");
+  EXPECT_EQ(a["session_new"], true);
+  EXPECT_EQ(s.Exec("print(x)", {{"session", "b"}})["stdout"], "2\n");
+}
+
+TEST_F(SessionEndTest, AFullPoolOfBusySessionsRefusesSayingWhatToDo) {
+  ServerProcess s(EnvWith({{"MCP_EXEC_MAX_PY_SESSIONS", "2"}}));
+  s.Initialize();
+  // Both sessions busy (a session is busy from its start log on); the
+  // refusal comes at once, well inside their 6 s.
+  const std::string wait_code = "import time\ntime.sleep(6)\nprint('done')";
+  s.SendCall(901, {{"code", wait_code}, {"session", "a"}});
+  s.SendCall(902, {{"code", wait_code}, {"session", "b"}});
+  ASSERT_TRUE(s.StderrHas("\"live\":2", 20000)) << s.Stderr();
   json r = s.Call({{"code", "print(1)"}, {"session", "c"}}, 10000);
   EXPECT_TRUE(r.value("isError", false)) << r.dump();
   std::string text = r["content"][0]["text"];
   EXPECT_NE(text.find("MCP_EXEC_MAX_PY_SESSIONS=2"), std::string::npos) << text;
   EXPECT_NE(text.find("session \"c\""), std::string::npos) << text;
-  // The ones it has still answer, and a one-shot call too.
-  EXPECT_EQ(s.Exec("print(x)", {{"session", "b"}})["stdout"], "2\n");
+  EXPECT_NE(text.find("Retry when a call ends"), std::string::npos) << text;
+  EXPECT_NE(text.find("without `session`"), std::string::npos) << text;
+  // A one-shot call still runs meanwhile.
   EXPECT_EQ(s.Exec("print(3)")["stdout"], "3\n");
+  EXPECT_EQ(s.WaitForId(901)["result"]["structuredContent"]["stdout"], "done\n");
+  EXPECT_EQ(s.WaitForId(902)["result"]["structuredContent"]["stdout"], "done\n");
+  // Now idle, one gives way.
+  EXPECT_EQ(s.Exec("print('c')", {{"session", "c"}})["stdout"], "c\n");
 }
 
 TEST_F(SessionEndTest, MemoryHoldsForTheSessionAsAWhole) {

@@ -32,8 +32,13 @@ TEST(ExecValidationTest, EmptyCode) {
   EXPECT_EQ(ErrorOf(json::object()), "code must not be empty");
   EXPECT_EQ(ErrorOf({{"code", ""}}), "code must not be empty");
   EXPECT_EQ(ErrorOf({{"code", " \n\t "}}), "code must not be empty");
-  EXPECT_EQ(ErrorOf({{"code", 5}}), "code must not be empty");
-  EXPECT_EQ(ErrorOf({{"code", nullptr}}), "code must not be empty");
+  // A wrong type: the contract's message first, then what came instead.
+  EXPECT_EQ(ErrorOf({{"code", 5}}),
+            "code must not be empty: it must be a string of Python source, not a number");
+  EXPECT_EQ(ErrorOf({{"code", nullptr}}),
+            "code must not be empty: it must be a string of Python source, not null");
+  EXPECT_EQ(ErrorOf({{"code", json::array()}}),
+            "code must not be empty: it must be a string of Python source, not a array");
 }
 
 TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
@@ -79,18 +84,24 @@ TEST(ExecValidationTest, IntegerValuedFloatIsAccepted) {
 
 TEST(ExecValidationTest, StdinCapIsInUtf8Bytes) {
   EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", std::string(11, 'x')}}),
-            "stdin exceeds limit of 10 bytes");
+            "stdin exceeds limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES): it is 11 bytes in UTF-8; "
+            "pass large data in files instead, or raise the limit");
   EXPECT_EQ(RequestOf({{"code", "1"}, {"stdin", std::string(10, 'x')}}).stdin_data.size(), 10u);
   // 5 x "é" is 10 bytes (accepted), 6 x is 12 (refused): bytes, not characters.
   std::string e5, e6;
   for (int i = 0; i < 5; ++i) e5 += "\xC3\xA9";
   e6 = e5 + "\xC3\xA9";
   EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", e5}}), "");
-  EXPECT_EQ(ErrorOf({{"code", "1"}, {"stdin", e6}}), "stdin exceeds limit of 10 bytes");
+  EXPECT_EQ(
+      ErrorOf({{"code", "1"}, {"stdin", e6}})
+          .rfind("stdin exceeds limit of 10 bytes (MCP_EXEC_MAX_STDIN_BYTES): it is 12 bytes", 0),
+      0u);
 }
 
 TEST(ExecValidationTest, CodeCap) {
-  EXPECT_EQ(ErrorOf({{"code", std::string(101, 'x')}}), "code exceeds limit of 100 bytes");
+  EXPECT_EQ(ErrorOf({{"code", std::string(101, 'x')}}),
+            "code exceeds limit of 100 bytes (MCP_EXEC_MAX_CODE_BYTES): it is 101 bytes in UTF-8; "
+            "put data in files or stdin instead of the code, or raise the limit");
   EXPECT_EQ(ErrorOf({{"code", std::string(100, 'x')}}), "");
 }
 

@@ -58,5 +58,18 @@ TEST(MetricsTest, HttpRefusalsAreCountedByStatus) {
   EXPECT_NE(text.find("mcp_exec_http_refused_total{status=\"403\"} 0\n"), std::string::npos);
 }
 
+TEST(MetricsTest, SessionEvictionsAndRefusalsAreCountedByTable) {
+  Metrics m;
+  m.RecordSessionEviction("python");
+  m.RecordSessionEviction("python");
+  m.RecordSessionRefusal("mcp");
+  std::string text = m.Render({});
+  EXPECT_NE(text.find("mcp_exec_session_evictions_total{table=\"python\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mcp_exec_session_evictions_total{table=\"mcp\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("mcp_exec_session_refusals_total{table=\"mcp\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("mcp_exec_session_refusals_total{table=\"python\"} 0\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mcpexec
