@@ -495,6 +495,60 @@ void DeriveDefaults(Config& c, const Resources& res) {
   }
 }
 
+// Settings that are each valid but cannot work together. "" or why.
+std::string CrossCheck(const Config& c) {
+  // `*` lets every web page's requests through the Origin guard: without a
+  // token, any page the user opens could run code here.
+  if (HasWildcardOrigin(c.allowed_origins) && c.auth_token.empty()) {
+    return "MCP_EXEC_ALLOWED_ORIGINS (or --allowed-origins) holds \"*\", which lets any web page "
+           "the user visits send requests; that needs MCP_EXEC_AUTH_TOKEN (or --auth-token) set "
+           "too, "
+           "or list the origins instead";
+  }
+  if (c.default_timeout_s > c.max_timeout_s) {
+    return "MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
+           ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +
+           "): a call without timeout_s could never get it; lower the default or raise the "
+           "max (or --default-timeout-s, --max-timeout-s)";
+  }
+  return "";
+}
+
+// MCP_EXEC_PYTHON (the Go server's way to add packages): its default means
+// nothing here; anything else lends its site-packages to the runs. "" or
+// the start error.
+std::string LendPythonSite(Config* config, const std::map<std::string, std::string>& env) {
+  Config& c = *config;
+  if (c.python == Config{}.python) return "";
+  python_env::Found found;
+  auto path = env.find("PATH");
+  std::string why = python_env::Probe(c.python, path == env.end() ? "" : path->second, &found);
+  if (why.empty()) why = python_env::Compatible(found, MCP_EXEC_PYTHON_VERSION);
+  if (!why.empty()) return "MCP_EXEC_PYTHON (or --python) " + c.python + " " + why;
+  for (const std::string& dir : found.site) {
+    c.python_site.push_back(dir);
+    // Runs see the system folders already; any other is shown read-only
+    // at the same path.
+    bool system = false;
+    for (const char* sys_dir : {"/usr/", "/lib/", "/lib64/"}) {
+      system = system || dir.rfind(sys_dir, 0) == 0;
+    }
+    if (!system) c.mounts.push_back({dir, dir, false, true});
+  }
+  return "";
+}
+
+// The server makes its directories inside the root, never the root itself
+// (nor its parents: a typo would otherwise become a tree of folders).
+std::string CheckWorkdirRoot(const std::string& root) {
+  struct stat st;
+  const bool exists = stat(root.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return "";
+  return "MCP_EXEC_WORKDIR_ROOT (or --workdir-root) " + root +
+         (exists ? " is not a directory" : std::string(" cannot be used: ") + strerror(errno)) +
+         ": create it, or name a directory that exists (default " + Config{}.workdir_root + ")";
+}
+
 // " (did you mean --x?)" for a mistyped flag: the flag it starts, the one
 // that starts it, or the nearest by edit distance (at most 3 edits); an
 // environment variable's name gets its flag. "" when nothing is close.
@@ -525,6 +579,33 @@ std::string Suggestion(const std::string& name) {
     if (d < best_d) best_d = d, best = flag;
   }
   return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+// args[*i] as a flag (--name=value, or --name value: then *i moves on).
+// "" or the error, with a suggestion for a name that is not a flag.
+std::string ApplyFlag(Config* c, const std::vector<std::string>& args, size_t* i) {
+  const std::string& a = args[*i];
+  std::string name = a, value;
+  bool has_value = false;
+  auto eq = a.find('=');
+  if (eq != std::string::npos) {
+    name = a.substr(0, eq);
+    value = a.substr(eq + 1);
+    has_value = true;
+  }
+  const Option* match = nullptr;
+  for (const Option& opt : Options()) {
+    if (name == opt.flag) match = &opt;
+  }
+  if (!match) return "unknown argument \"" + a + "\"" + Suggestion(name) + " (see --help)";
+  if (!has_value) {
+    if (*i + 1 >= args.size()) return std::string(match->flag) + " needs a value";
+    value = args[++*i];
+  }
+  std::string err = match->set(*c, value);
+  if (!err.empty()) return std::string(match->flag) + " " + err + " (got \"" + value + "\")";
+  NoteSetter(*c, match->env, match->flag);
+  return "";
 }
 
 }  // namespace
@@ -561,74 +642,19 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       r.json_output = true;
       continue;
     }
-    std::string name = a, value;
-    bool has_value = false;
-    auto eq = a.find('=');
-    if (eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const Option* match = nullptr;
-    for (const Option& opt : Options()) {
-      if (name == opt.flag) match = &opt;
-    }
-    if (!match) {
-      r.error = "unknown argument \"" + a + "\"" + Suggestion(name) + " (see --help)";
+    if (std::string err = ApplyFlag(&c, args, &i); !err.empty()) {
+      r.error = err;
       return r;
     }
-    if (!has_value) {
-      if (i + 1 >= args.size()) {
-        r.error = std::string(match->flag) + " needs a value";
-        return r;
-      }
-      value = args[++i];
-    }
-    std::string err = match->set(c, value);
-    if (!err.empty()) {
-      r.error = std::string(match->flag) + " " + err + " (got \"" + value + "\")";
-      return r;
-    }
-    NoteSetter(c, match->env, match->flag);
   }
   DeriveDefaults(c, resources);
-  // `*` lets every web page's requests through the Origin guard: without a
-  // token, any page the user opens could run code here.
-  if (HasWildcardOrigin(c.allowed_origins) && c.auth_token.empty()) {
-    r.error =
-        "MCP_EXEC_ALLOWED_ORIGINS (or --allowed-origins) holds \"*\", which lets any web page "
-        "the user visits send requests; that needs MCP_EXEC_AUTH_TOKEN (or --auth-token) set too, "
-        "or list the origins instead";
+  if (std::string err = CrossCheck(c); !err.empty()) {
+    r.error = err;
     return r;
   }
-  if (c.default_timeout_s > c.max_timeout_s) {
-    r.error = "MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
-              ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +
-              "): a call without timeout_s could never get it; lower the default or raise the "
-              "max (or --default-timeout-s, --max-timeout-s)";
+  if (std::string err = LendPythonSite(&c, env); !err.empty()) {
+    r.error = err;
     return r;
-  }
-  // MCP_EXEC_PYTHON (the Go server's way to add packages): its default
-  // means nothing here; anything else lends its site-packages to the runs.
-  if (c.python != Config{}.python) {
-    python_env::Found found;
-    auto path = env.find("PATH");
-    std::string why = python_env::Probe(c.python, path == env.end() ? "" : path->second, &found);
-    if (why.empty()) why = python_env::Compatible(found, MCP_EXEC_PYTHON_VERSION);
-    if (!why.empty()) {
-      r.error = "MCP_EXEC_PYTHON (or --python) " + c.python + " " + why;
-      return r;
-    }
-    for (const std::string& dir : found.site) {
-      c.python_site.push_back(dir);
-      // Runs see the system folders already; any other is shown read-only
-      // at the same path.
-      bool system = false;
-      for (const char* sys_dir : {"/usr/", "/lib/", "/lib64/"}) {
-        system = system || dir.rfind(sys_dir, 0) == 0;
-      }
-      if (!system) c.mounts.push_back({dir, dir, false, true});
-    }
   }
   if (!c.mounts.empty()) {
     std::string err = mounts::Check(&c.mounts, c.workdir_root, SelfExe());
@@ -639,15 +665,8 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
       return r;
     }
   }
-  // The server makes its directories inside the root, never the root itself
-  // (nor its parents: a typo would otherwise become a tree of folders).
-  struct stat root_st;
-  const bool exists = stat(c.workdir_root.c_str(), &root_st) == 0;
-  if (!exists || !S_ISDIR(root_st.st_mode)) {
-    r.error =
-        "MCP_EXEC_WORKDIR_ROOT (or --workdir-root) " + c.workdir_root +
-        (exists ? " is not a directory" : std::string(" cannot be used: ") + strerror(errno)) +
-        ": create it, or name a directory that exists (default " + Config{}.workdir_root + ")";
+  if (std::string err = CheckWorkdirRoot(c.workdir_root); !err.empty()) {
+    r.error = err;
     return r;
   }
   r.config = c;

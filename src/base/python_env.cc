@@ -15,8 +15,6 @@
 
 #include "base/unique_fd.h"
 
-extern char** environ;
-
 namespace mcpexec::python_env {
 namespace {
 
