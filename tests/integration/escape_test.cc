@@ -304,8 +304,18 @@ print(len(pids), "held")
     // EAGAIN.
     json r = ForkInARun(s, 30);
     EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
+    // The zygote ends the session on its next once-a-second pass; the
+    // supervisor learns of it when the interpreter is reaped. A call that
+    // reaches the session between the two is told that it ended, and why
+    // (CI saw it once in ~30 runs); the call after that gets a new one.
     json next = s.Exec("print('again')", {{"session", "hog"}});
+    if (next["session_new"] == false) {
+      EXPECT_NE(next.value("session_ended", "").find("held the most"), std::string::npos)
+          << next.dump();
+      next = s.Exec("print('again')", {{"session", "hog"}});
+    }
     EXPECT_EQ(next["session_new"], true) << "the session holding them was ended: " << next.dump();
+    EXPECT_EQ(next["stdout"], "again\n") << next.dump();
   }
 }
 
