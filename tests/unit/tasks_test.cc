@@ -215,6 +215,11 @@ TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
     EXPECT_EQ(created["result"]["status"], "working");
     EXPECT_TRUE(created["result"]["_meta"].contains(stateless::kMetaServerInfo));
     id = created["result"]["taskId"];
+    // The task's answer is sent just before the call leaves the session's
+    // count: on a loaded machine the check may come between the two.
+    for (int i = 0; i < 100 && session.in_flight() != 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
     EXPECT_EQ(session.in_flight(), 0) << "the session no longer waits for it";
   }  // the session (its connection) ends; the task's run goes on
   std::this_thread::sleep_for(milliseconds(250));
