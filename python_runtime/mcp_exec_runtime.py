@@ -929,6 +929,196 @@ class _IPythonShim:
         pass
 
 
+# --- Code mode: `import mcp_tools` calls other MCP servers' tools ---
+#
+# The run's only way out is the tool channel the supervisor made for it (a
+# socket pair: no network); frames are a little-endian u32 length and JSON
+# (supervisor/tool_channel.h). The supervisor decides everything that
+# matters (which tools, their arguments, the count, the result's size); this
+# side only asks and unpacks.
+
+
+class ToolError(Exception):
+    """A nested tool call that gave no value: the tool reported an error, it is
+    not allowed, its arguments do not fit its schema, or a limit was passed.
+    The message says which, in plain words."""
+
+
+ToolError.__module__ = "mcp_tools"  # as tracebacks and the agent should name it
+_tools = {"lock": threading.Lock(), "next": 1, "catalog": None}
+
+
+def _tools_io(frame):
+    fd = _limits.get("tools_fd", -1)
+    with _tools["lock"]:
+        frame_id = _tools["next"]
+        _tools["next"] += 1
+        body = json.dumps(dict(frame, id=frame_id)).encode()
+        try:
+            data = struct.pack("<I", len(body)) + body
+            while data:
+                data = data[os.write(fd, data):]
+            head = _read_exactly(fd, 4)
+            reply = _read_exactly(fd, struct.unpack("<I", head)[0])
+        except OSError as e:
+            raise ToolError("the tool channel is closed (%s): tools can be called only while "
+                            "an exec call runs" % (e.strerror or e)) from None
+    try:
+        answer = json.loads(reply)
+    except ValueError:
+        raise ToolError("the tool channel sent something that is not JSON") from None
+    if not answer.get("ok"):
+        raise ToolError(answer.get("error") or "the call was refused")
+    return answer.get("value")
+
+
+def _read_exactly(fd, n):
+    out = b""
+    while len(out) < n:
+        got = os.read(fd, n - len(out))
+        if not got:
+            raise OSError(errno.EPIPE, "the server closed it")
+        out += got
+    return out
+
+
+def _unpack(value):
+    """Content items with base64 data (images, audio, blob resources) get it
+    as bytes."""
+    if isinstance(value, list):
+        import base64
+
+        for item in value:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") in ("image", "audio") and isinstance(item.get("data"), str):
+                try:
+                    item["data"] = base64.b64decode(item["data"])
+                except ValueError:
+                    pass
+            res = item.get("resource")
+            if isinstance(res, dict) and isinstance(res.get("blob"), str):
+                try:
+                    res["blob"] = base64.b64decode(res["blob"])
+                except ValueError:
+                    pass
+    return value
+
+
+def _tool_call(server, tool, arguments=None):
+    """Calls TOOL of upstream SERVER (the exact names the servers use) with the
+    arguments dict. Returns its structuredContent, else its text, else its
+    content items; raises mcp_tools.ToolError when there is no value."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolError("arguments must be a dict, not %s" % type(arguments).__name__)
+    if not isinstance(server, str) or not isinstance(tool, str):
+        raise ToolError("server and tool must be strings")
+    try:
+        json.dumps(arguments)
+    except (TypeError, ValueError) as e:
+        raise ToolError("the arguments cannot be sent as JSON: %s" % e) from None
+    return _unpack(_tools_io({"op": "call", "server": server, "tool": tool,
+                              "arguments": arguments}))
+
+
+def _py_name(name):
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not out or out[0].isdigit():
+        out = "_" + out
+    return out
+
+
+def _tool_function(server, tool):
+    import inspect
+    import keyword
+
+    name, schema = tool["name"], tool.get("inputSchema") or {}
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+
+    def call_tool(*args, **kwargs):
+        if args:
+            if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+                return _tool_call(server, name, args[0])
+            raise TypeError("%s takes keyword arguments (or one dict of them)" % name)
+        return _tool_call(server, name, kwargs)
+
+    params = []
+    for prop in sorted(props, key=lambda p: p not in required):
+        if not prop.isidentifier() or keyword.iskeyword(prop):
+            continue
+        default = inspect.Parameter.empty if prop in required else props[prop].get(
+            "default", None) if isinstance(props[prop], dict) else None
+        params.append(inspect.Parameter(prop, inspect.Parameter.KEYWORD_ONLY, default=default))
+    if any(not p.isidentifier() or keyword.iskeyword(p) for p in props):
+        params.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+    call_tool.__signature__ = inspect.Signature(params)
+    call_tool.__name__ = call_tool.__qualname__ = _py_name(name)
+    call_tool.__module__ = "mcp_tools." + _py_name(server)
+    call_tool.__doc__ = "%s\n\nUpstream %r, tool %r. Input schema:\n%s" % (
+        tool.get("description") or "(no description)", server, name,
+        json.dumps(schema, indent=2, sort_keys=True))
+    return call_tool
+
+
+def _server_namespace(server, tools):
+    attrs, names = {}, []
+    for tool in tools:
+        py = _py_name(tool["name"])
+        if py in attrs or py.startswith("__"):
+            continue  # a name that collides: reachable through mcp_tools.call()
+        attrs[py] = staticmethod(_tool_function(server, tool))
+        names.append(py)
+    attrs["__doc__"] = "The tools of upstream %r: %s." % (server, ", ".join(names) or "none")
+    attrs["__repr__"] = lambda self: "<mcp_tools.%s: %s>" % (_py_name(server), ", ".join(names))
+    attrs["__dir__"] = lambda self: list(names)
+    cls = type(_py_name(server), (), attrs)
+    return cls()
+
+
+def _build_tools_module(catalog):
+    mod = types.ModuleType("mcp_tools", "Other MCP servers' tools, callable from the run: "
+                           "mcp_tools.SERVER.TOOL(**arguments) or mcp_tools.call(SERVER, TOOL, "
+                           "arguments). Servers: %s." % ", ".join(
+                               _py_name(s) for s in catalog) or "none")
+    mod.ToolError = ToolError
+    mod.call = _tool_call
+    mod.servers = {}
+    for server, entry in catalog.items():
+        ns = _server_namespace(server, entry.get("tools") or [])
+        mod.servers[server] = [t["name"] for t in entry.get("tools") or []]
+        setattr(mod, _py_name(server), ns)
+    return mod
+
+
+class _ToolsFinder:
+    """`import mcp_tools`: built on first import from the catalog the
+    supervisor sends over the channel (first on sys.meta_path: a file named
+    mcp_tools.py in the working directory does not shadow it)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "mcp_tools":
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        if _tools["catalog"] is None:
+            try:
+                _tools["catalog"] = _tools_io({"op": "list"}) or {}
+            except ToolError as e:
+                raise ImportError("mcp_tools is not available: this server has no upstream MCP "
+                                  "servers (MCP_EXEC_UPSTREAMS is not set), or %s" % e,
+                                  name="mcp_tools") from None
+        return _build_tools_module(_tools["catalog"])
+
+    def exec_module(self, module):
+        pass
+
+
 _TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE, without importing inspect
 _loop = []  # the event loop top-level await runs on (kept: a session's tasks live on)
@@ -1130,6 +1320,7 @@ def _prepare_process(workdir, results_fd, limits):
     builtins.__mcp_exec_shell__ = _shell
     builtins.__mcp_exec_magic__ = _magic
     sys.meta_path.append(_IPythonShim())
+    sys.meta_path.insert(0, _ToolsFinder())
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         plt.show = _show

@@ -8,8 +8,9 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 install_packages "$ROOT/scripts/deps/build.txt" "$ROOT/scripts/deps/runtime.txt" "$ROOT/scripts/deps/test.txt"
 # The pinned npm packages of the Node-based tests (official MCP SDK client,
-# conformance suite, Inspector CLI and mcp-remote, Kubernetes schemas): installed when missing or stale.
-for dir in tests/client tests/conformance tests/clients tests/deploy; do
+# conformance suite, Inspector CLI and mcp-remote, Kubernetes schemas, the
+# code-mode tests' upstream server-everything): installed when missing or stale.
+for dir in tests/client tests/conformance tests/clients tests/deploy tests/upstreams; do
   if [[ ! "$ROOT/$dir/node_modules/.package-lock.json" -nt "$ROOT/$dir/package-lock.json" ]]; then
     say "Installing the pinned npm packages of $dir"
     (cd "$ROOT/$dir" && npm ci --no-audit --no-fund --loglevel=error)

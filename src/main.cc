@@ -18,9 +18,11 @@
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/zygote_client.h"
+#include "tool/contract.h"
 #include "tool/exec_backend.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
+#include "upstream/upstreams.h"
 #include "zygote/zygote.h"
 
 using namespace mcpexec;
@@ -105,9 +107,27 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   }
   RuntimeReport runtime = zygote.report();
   LogStart(config, runtime);
+  // Code mode: every upstream started and listed before the first call, or
+  // no start at all (a missing tool would surface mid-run otherwise).
+  std::shared_ptr<upstream::Upstreams> upstreams;
+  if (!config.upstreams.empty()) {
+    std::vector<upstream::Spec> specs;
+    if (!upstream::LoadSpecs(config.upstreams, &specs, &error)) {
+      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
+      return 1;
+    }
+    upstreams = std::make_shared<upstream::Upstreams>(std::move(specs), &metrics);
+    if (!upstreams->Start(std::chrono::seconds(60), &error)) {
+      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
+      log::Error("upstreams", {{"error", error}});
+      return 1;
+    }
+    executor.SetToolGateway(upstreams);
+  }
   SessionPool sessions(config, executor, &metrics);
   ExecBackend backend(config, zygote, scheduler, executor, sessions, metrics,
                       SandboxSummary(runtime));
+  if (upstreams) backend.SetToolsSummary(ToolsDescription(config, upstreams->Summary()));
   int rc = config.transport == Transport::kStdio
                ? ServeStdio(backend, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
                : ServeHttp(backend, backend, config, signal_fd);

@@ -280,6 +280,19 @@ const std::vector<Option>& Options() {
          }
          return "";
        }},
+      {"MCP_EXEC_UPSTREAMS", "--upstreams", "(none)", "",
+       "code mode: a JSON file naming other MCP servers whose tools runs may call through "
+       "`import mcp_tools` ({\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or "
+       "{\"url\", \"headers\"}, with an optional \"allow\" list}}); each is started and "
+       "listed at start, and one that cannot be stops the start",
+       StringField(&Config::upstreams)},
+      {"MCP_EXEC_MAX_TOOL_CALLS", "--max-tool-calls", Default(&Config::max_tool_calls), "calls",
+       "nested tool calls one exec call may make (code mode); past it each is a ToolError",
+       IntField(&Config::max_tool_calls, 1, 100000)},
+      {"MCP_EXEC_MAX_TOOL_RESULT_BYTES", "--max-tool-result-bytes",
+       Default(&Config::max_tool_result_bytes), "bytes",
+       "the largest result of one nested tool call (as JSON); a larger one is a ToolError",
+       IntField(&Config::max_tool_result_bytes, 1024, int64_t{64} * kMiB)},
       {"MCP_EXEC_ZYGOTE_HUGE_PAGES", "--zygote-huge-pages", Default(&Config::zygote_huge_pages), "",
        "1: the warmed interpreter's heap goes on transparent huge pages before the first fork "
        "(cheaper forks and exits); 0: never",

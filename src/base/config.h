@@ -78,6 +78,9 @@ struct Config {
   // Performance: modules the zygote imports and warms besides the promised
   // packages (comma-separated), and its heap on transparent huge pages.
   std::string preload;
+  std::string upstreams;  // code mode: the MCP_EXEC_UPSTREAMS file ("" none)
+  int64_t max_tool_calls = 100;
+  int64_t max_tool_result_bytes = 1048576;
   int64_t zygote_huge_pages = 1;
   int64_t spare_prefault = 1;  // measured: 1 pays; 2 costs back-to-back calls
   std::string log_level = "info";

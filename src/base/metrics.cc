@@ -126,6 +126,7 @@ std::string Metrics::Render(const Gauges& g) const {
   by_table("mcp_exec_session_refusals_total",
            "New sessions refused because the table was full and none of its sessions was idle.",
            session_refusals_);
+  RenderToolCalls(o);
   o << "# HELP mcp_exec_http_refused_total HTTP requests refused before they reached MCP, by "
        "status.\n# TYPE mcp_exec_http_refused_total counter\n";
   // The usual refusals always (a dashboard sees zeros), and any other
@@ -148,6 +149,49 @@ void Metrics::RecordSessionEviction(const std::string& table) {
 void Metrics::RecordSessionRefusal(const std::string& table) {
   std::lock_guard<std::mutex> lock(mu_);
   ++session_refusals_[table];
+}
+
+// Code mode's series, once there are upstreams (their names declared at
+// start): calls by upstream and outcome, and their round trip.
+void Metrics::RenderToolCalls(std::ostream& o) const {
+  if (!tool_call_duration_.empty()) {
+    o << "# HELP mcp_exec_tool_calls_total Nested calls runs made to upstream MCP servers' tools "
+         "(code mode), by upstream and outcome.\n# TYPE mcp_exec_tool_calls_total counter\n";
+    for (const auto& [upstream, h] : tool_call_duration_) {
+      for (const char* outcome : kToolCallOutcomes) {
+        auto it = tool_calls_.find({upstream, outcome});
+        o << "mcp_exec_tool_calls_total{upstream=\"" << upstream << "\",outcome=\"" << outcome
+          << "\"} " << (it == tool_calls_.end() ? 0 : it->second) << "\n";
+      }
+    }
+    o << "# HELP mcp_exec_tool_call_duration_seconds Nested tool calls' round trip through "
+         "mcp-exec, by upstream.\n# TYPE mcp_exec_tool_call_duration_seconds histogram\n";
+    for (const auto& [upstream, h] : tool_call_duration_) {
+      const std::string label = "upstream=\"" + upstream + "\"";
+      for (size_t i = 0; i < kBuckets.size(); ++i) {  // Observe counts cumulatively
+        o << "mcp_exec_tool_call_duration_seconds_bucket{" << label << ",le=\"" << kBuckets[i]
+          << "\"} " << h.counts[i] << "\n";
+      }
+      o << "mcp_exec_tool_call_duration_seconds_bucket{" << label << ",le=\"+Inf\"} " << h.count
+        << "\nmcp_exec_tool_call_duration_seconds_sum{" << label << "} " << h.sum
+        << "\nmcp_exec_tool_call_duration_seconds_count{" << label << "} " << h.count << "\n";
+    }
+  }
+}
+
+const std::array<const char*, 5> Metrics::kToolCallOutcomes = {"ok", "tool_error", "refused",
+                                                               "failed", "too_large"};
+
+void Metrics::RecordToolCall(const std::string& upstream, const std::string& outcome,
+                             double duration_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++tool_calls_[{upstream, outcome}];
+  tool_call_duration_[upstream].Observe(duration_s);
+}
+
+void Metrics::DeclareUpstreams(const std::vector<std::string>& names) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& n : names) tool_call_duration_[n];
 }
 
 void Metrics::RecordHttpRefused(int status) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,14 @@ class Metrics {
   // idle session, or refused a newcomer because none was idle.
   void RecordSessionEviction(const std::string& table);
   void RecordSessionRefusal(const std::string& table);
+  // A run's nested call to an upstream's tool (code mode), by upstream and
+  // outcome: ok, tool_error (the tool said isError), refused (not allowed,
+  // bad arguments, past a bound), failed (the upstream did not answer),
+  // too_large (past MCP_EXEC_MAX_TOOL_RESULT_BYTES).
+  void RecordToolCall(const std::string& upstream, const std::string& outcome, double duration_s);
+  // Upstreams known at start: their counters show from the first scrape.
+  void DeclareUpstreams(const std::vector<std::string>& names);
+  static const std::array<const char*, 5> kToolCallOutcomes;
 
   struct Gauges {
     int64_t in_flight = 0, queued = 0, zygote_restarts = 0, sessions = 0, streams = 0;
@@ -46,6 +55,7 @@ class Metrics {
   std::string Render(const Gauges& g) const;
 
  private:
+  void RenderToolCalls(std::ostream& o) const;  // with mu_ held
   static constexpr std::array<double, 12> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                       0.5,   1,    2.5,   5,    10,  30};
   struct Histogram {
@@ -60,6 +70,8 @@ class Metrics {
   uint64_t py_session_starts_ = 0;
   std::map<std::string, uint64_t> py_session_ends_;
   std::map<std::string, uint64_t> session_evictions_, session_refusals_;
+  std::map<std::pair<std::string, std::string>, uint64_t> tool_calls_;  // (upstream, outcome)
+  std::map<std::string, Histogram> tool_call_duration_;
   Histogram duration_, queue_;
 };
 

@@ -51,7 +51,8 @@ struct Header {
 
 // Order of the fds that travel with kRun. kResults: the runtime's figures,
 // files and last value, as records (python_runtime/mcp_exec_runtime.py);
-// kCode: a sealed memfd holding a RunBundle.
+// kCode: a sealed memfd holding a RunBundle; kTools: a stream socket whose
+// other end only the supervisor holds (code mode's calls to other servers).
 enum RunFd {
   kStdin = 0,
   kStdout = 1,
@@ -59,7 +60,8 @@ enum RunFd {
   kStatus = 3,
   kCode = 4,
   kResults = 5,
-  kRunFdCount = 6
+  kTools = 6,  // the run's end of its tool channel (supervisor/tool_channel.h)
+  kRunFdCount = 7
 };
 
 // What the code memfd holds: the code and the caller's input files, each

@@ -32,8 +32,8 @@ bool CloseRange(unsigned first, unsigned last, bool* fell_back) {
   return true;
 }
 
-// True when the only open fds are 0, 1, 2, status_fd, the results fd and
-// (for a session) its socket.
+// True when the only open fds are 0, 1, 2, status_fd, the results fd, the
+// tool channel and (for a session) its socket.
 bool OnlyExpectedOpen(int status_fd, bool session) {
   DIR* d = opendir("/proc/self/fd");
   if (!d) return false;
@@ -42,8 +42,8 @@ bool OnlyExpectedOpen(int status_fd, bool session) {
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     int fd = atoi(e->d_name);
-    if (fd > 2 && fd != status_fd && fd != ResultsFd(status_fd) && fd != self &&
-        !(session && fd == SessionFd(status_fd))) {
+    if (fd > 2 && fd != status_fd && fd != ResultsFd(status_fd) && fd != ToolsFd(status_fd) &&
+        fd != self && !(session && fd == SessionFd(status_fd))) {
       ok = false;
     }
   }
@@ -67,12 +67,13 @@ bool PlaceRunFds(const std::vector<int>& fds, int status_fd, int* moved) {
   const int results_fd = ResultsFd(status_fd);
   for (int i = 0; i < wire::kRunFdCount; ++i) {
     moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
-    if (moved[i] < 0 || moved[i] >= SessionFd(status_fd)) return false;
+    if (moved[i] < 0 || moved[i] >= ToolsFd(status_fd)) return false;
   }
   return dup2(moved[wire::kStdin], 0) >= 0 && dup2(moved[wire::kStdout], 1) >= 0 &&
          dup2(moved[wire::kStderr], 2) >= 0 &&
          dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) >= 0 &&
-         dup3(moved[wire::kResults], results_fd, O_CLOEXEC) >= 0;
+         dup3(moved[wire::kResults], results_fd, O_CLOEXEC) >= 0 &&
+         dup3(moved[wire::kTools], ToolsFd(status_fd), O_CLOEXEC) >= 0;
 }
 
 }  // namespace
@@ -86,8 +87,9 @@ bool ApplyInRunner(const std::vector<int>& fds, int status_fd, int session_sock)
   // the fallback, a check that none is left, so that a layer reporting
   // success really holds.
   bool fell_back = false;
-  const int below = session ? SessionFd(status_fd) : ResultsFd(status_fd);
-  if (!CloseRange(3, below - 1, &fell_back) || !CloseRange(status_fd + 1, ~0U, &fell_back)) {
+  if (!CloseRange(3, ToolsFd(status_fd) - 1, &fell_back) ||
+      (!session && !CloseRange(SessionFd(status_fd), SessionFd(status_fd), &fell_back)) ||
+      !CloseRange(status_fd + 1, ~0U, &fell_back)) {
     return false;
   }
   return !fell_back || OnlyExpectedOpen(status_fd, session);
@@ -115,6 +117,7 @@ void DetachCell(int status_fd) {
     close(null_fd);
   }
   close(ResultsFd(status_fd));
+  close(ToolsFd(status_fd));  // a thread calling a tool between cells gets an error
   close(status_fd);
 }
 

@@ -1,6 +1,6 @@
 // File descriptors of a runner: the supervisor's pipes on 0/1/2, the status
-// pipe on a fixed high number, the results pipe just below it, and nothing
-// else.
+// pipe on a fixed high number, the results pipe just below it, the tool
+// channel below a session's cell socket, and nothing else.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,8 @@ int StatusFd(int64_t max_open_files);
 inline int ResultsFd(int status_fd) { return status_fd - 1; }
 // A session's interpreter also keeps the socket its cells arrive on.
 inline int SessionFd(int status_fd) { return status_fd - 2; }
+// The run's end of its tool channel (code mode).
+inline int ToolsFd(int status_fd) { return status_fd - 3; }
 
 // fds: the run's descriptors in wire::RunFd order (the code memfd must have
 // been read already). Puts them on 0/1/2, status_fd and ResultsFd(status_fd)

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "supervisor/results.h"
 #include "supervisor/run_io.h"
 #include "supervisor/status_reader.h"
+#include "supervisor/tool_channel.h"
 
 namespace mcpexec {
 
@@ -192,6 +194,12 @@ bool Executor::RunFds::Make(const RunRequest& req) {
       !MakePipe(&res_r, &res_w, O_CLOEXEC)) {
     return false;
   }
+  // The tool channel: a stream socket pair, never a network socket. Without
+  // upstreams our end is closed at once, and the run's calls meet EOF.
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  tools.Reset(pair[0]);
+  tools_run.Reset(pair[1]);
   for (const UniqueFd* fd : {&in_w, &out_r, &err_r, &st_r, &res_r}) {
     fcntl(fd->get(), F_SETFL, O_NONBLOCK);
   }
@@ -289,11 +297,21 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   }
   const int64_t oom_base = session ? zygote_.OomKills(CgroupOf(*l.slot)) : 0;
   const auto started_at = Clock::now();  // a wait for a restarting sandbox counts
+  // Without upstreams the channel's other end is closed before the run has
+  // its end: what it sends meets EPIPE, from its first instruction on.
+  if (!tools_) l.fds.tools.Reset();
   if (auto refused = Hand(session, req, l)) {
     if (session) session->ended = "its interpreter could not be reached";
     return Fail(l.run_id, req, *refused);
   }
 
+  // The tool channel is served from the moment the runner has its end.
+  std::optional<ToolChannel> channel;
+  if (tools_) {
+    channel.emplace(
+        tools_, std::move(l.fds.tools), started_at + std::chrono::seconds(req.timeout_s),
+        ToolChannelLimits{config_.max_tool_calls, config_.max_tool_result_bytes}, metrics_);
+  }
   RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress,
            resources_.get());
   io.session = session;
@@ -301,6 +319,10 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   io.oom_base = oom_base;
   PumpUntilEnded(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
+  if (channel) {
+    channel->Stop();
+    outcome.tool_calls = channel->calls();
+  }
   if (l.active) l.active->End();
   std::optional<Failed> failed = Settle(io);
   int cell = 0;

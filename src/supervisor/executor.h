@@ -24,6 +24,7 @@
 #include "base/cancel.h"
 #include "base/config.h"
 #include "base/metrics.h"
+#include "base/tool_gateway.h"
 #include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 #include "supervisor/scheduler.h"
@@ -82,6 +83,11 @@ class Executor {
 
   // Waits for every run's teardown, then removes the base folder.
   void Shutdown();
+
+  // Code mode: the upstreams runs may call through their tool channel
+  // (null: none; the channel is closed at once). Set before serving.
+  void SetToolGateway(std::shared_ptr<ToolGateway> gateway) { tools_ = std::move(gateway); }
+  bool has_tools() const { return tools_ != nullptr; }
 
   const std::string& base_dir() const { return base_dir_; }
   // What runs left for resources/read; null when MCP_EXEC_RESOURCE_STORE_MB
@@ -157,6 +163,7 @@ class Executor {
   std::deque<Cleanup> cleanups_;
   bool stopping_ = false;
   std::thread cleaner_;
+  std::shared_ptr<ToolGateway> tools_;
 };
 
 }  // namespace mcpexec

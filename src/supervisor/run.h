@@ -108,6 +108,7 @@ struct RunOutcome {
   int64_t images_omitted = 0;
   std::vector<OmittedFile> files_omitted;
   int64_t files_omitted_count = 0;  // may exceed files_omitted.size()
+  int64_t tool_calls = -1;  // code mode: nested calls made (-1: the server has no upstreams)
   bool has_result = false, result_truncated = false;
   std::string result;  // repr of the last expression
 };

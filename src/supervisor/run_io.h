@@ -31,6 +31,7 @@ constexpr auto kPipeGrace = std::chrono::seconds(2);
 // zygote, then closed here).
 struct Executor::RunFds {
   UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, res_r, res_w, code;
+  UniqueFd tools, tools_run;  // the tool channel: ours, and the run's end
 
   bool Make(const RunRequest& req);
   // The runner's copies, in wire::RunFd order.
@@ -42,11 +43,12 @@ struct Executor::RunFds {
     ends[wire::kStatus] = st_w.get();
     ends[wire::kCode] = code.get();
     ends[wire::kResults] = res_w.get();
+    ends[wire::kTools] = tools_run.get();
     return ends;
   }
   // The runner holds its own copies now; ours would keep the pipes open.
   void CloseRunnerEnds() {
-    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &res_w, &code}) fd->Reset();
+    for (UniqueFd* fd : {&in_r, &out_w, &err_w, &st_w, &res_w, &code, &tools_run}) fd->Reset();
   }
 };
 

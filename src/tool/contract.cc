@@ -164,6 +164,11 @@ json ExecOutputSchema() {
           {"description",
            "true when this call started the session's interpreter: any state an earlier call "
            "left is gone"}}},
+        {"tool_calls",
+         {{"type", "integer"},
+          {"description",
+           "code mode (a server with upstreams): how many nested calls this run made to "
+           "mcp_tools, refused ones included, at most MCP_EXEC_MAX_TOOL_CALLS"}}},
         {"session_ended",
          {{"type", "string"},
           {"description",
@@ -260,6 +265,22 @@ void DescribeExtras(std::ostream& o, const Config& c) {
   o << ".";
 }
 }  // namespace
+
+std::string ToolsDescription(const Config& c, const std::string& upstream_lines) {
+  return " Code mode: in the code, `import mcp_tools` calls other MCP servers' tools (no network "
+         "needed; credentials stay outside the sandbox). mcp_tools.SERVER.TOOL(**arguments) "
+         "returns the tool's structured result (a dict) when it has one, else its text, else its "
+         "content items (images as dicts with bytes); a tool error, a refused tool, bad "
+         "arguments or a passed limit raise mcp_tools.ToolError with the reason. "
+         "help(mcp_tools.SERVER.TOOL) shows a tool's description and input schema, "
+         "mcp_tools.call(SERVER, TOOL, arguments) takes the exact names, and calls may come from "
+         "threads. Loop and aggregate in the code: at most " +
+         std::to_string(c.max_tool_calls) +
+         " nested calls per exec call (the result's tool_calls counts them), each within the "
+         "call's timeout, each result at most " +
+         std::to_string(c.max_tool_result_bytes) +
+         " bytes. Servers and their tools:" + upstream_lines;
+}
 
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary) {
@@ -645,6 +666,7 @@ json StructuredResult(const ExecResult& r) {
   };
   if (r.signal) j["signal"] = r.signal;
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.tool_calls >= 0) j["tool_calls"] = r.tool_calls;
   if (!r.session.empty()) {
     j["session"] = r.session;
     j["session_new"] = r.session_new;
@@ -760,10 +782,10 @@ json ResourceContentsItem(const std::string& uri, const std::string& mime,
 // they keep must hold the flags, not the middle of stdout.
 std::string ResultText(const json& structured) {
   static const char* const kFirst[] = {
-      "exit_code",       "timed_out",       "truncated", "reason",          "signal",
-      "duration_ms",     "queue_ms",        "session",   "session_new",     "session_ended",
-      "images",          "images_omitted",  "files",     "files_omitted",   "files_omitted_count",
-      "stdout_resource", "stderr_resource", "result",    "result_truncated"};
+      "exit_code",           "timed_out",       "truncated",       "reason",  "signal",
+      "duration_ms",         "queue_ms",        "tool_calls",      "session", "session_new",
+      "session_ended",       "images",          "images_omitted",  "files",   "files_omitted",
+      "files_omitted_count", "stdout_resource", "stderr_resource", "result",  "result_truncated"};
   static const char* const kLast[] = {"stdout_tail", "stderr_tail", "stdout", "stderr"};
   nlohmann::ordered_json text;
   for (const char* key : kFirst) {

@@ -69,6 +69,9 @@ nlohmann::json ExecOutputSchema();
 // c: the live limits; rt: what the zygote reported.
 std::string ExecDescription(const Config& c, const RuntimeReport& rt,
                             const std::string& sandbox_summary);
+// Code mode: the description's paragraph on mcp_tools, ending with the
+// upstreams' lines (upstream::Upstreams::Summary).
+std::string ToolsDescription(const Config& c, const std::string& upstream_lines);
 // The initialize instructions: how to use the tool, in the description's own
 // sentences on what a call keeps (one source, so the two cannot disagree).
 std::string ExecInstructions(const Config& c);

@@ -62,7 +62,8 @@ json ExecBackend::ToolDescriptor() const {
   return {
       {"name", ExecToolName()},
       {"title", "Execute Python"},
-      {"description", ExecDescription(config_, zygote_.report(), sandbox_summary_)},
+      {"description",
+       ExecDescription(config_, zygote_.report(), sandbox_summary_) + tools_summary_},
       {"inputSchema", ExecInputSchema()},
       {"outputSchema", ExecOutputSchema()},
       {"annotations",

@@ -21,6 +21,10 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
               SessionPool& sessions, Metrics& metrics, std::string sandbox_summary);
 
+  // Code mode: what the description says of mcp_tools (the upstreams'
+  // tools, one line each); set before serving.
+  void SetToolsSummary(std::string s) { tools_summary_ = std::move(s); }
+
   // ToolBackend
   nlohmann::json ToolDescriptor() const override;
   std::string ToolName() const override { return ExecToolName(); }
@@ -63,6 +67,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   SessionPool& sessions_;
   Metrics& metrics_;
   std::string sandbox_summary_;
+  std::string tools_summary_;  // code mode: mcp_tools and the upstreams' tools
   TaskStore tasks_;
 };
 

@@ -139,6 +139,7 @@ void WriteVerdict(bool ok, const std::string& error) {
   close(1);
   close(2);
   close(sandbox::fds::ResultsFd(g_runner.status_fd));
+  close(sandbox::fds::ToolsFd(g_runner.status_fd));
   close(g_runner.status_fd);
   _exit(status);
 }
@@ -320,6 +321,7 @@ struct BetweenCells {
   if (!locked) Finish(125, wire::kReasonNone);
   input.cwd = cwd;
   input.results_fd = sandbox::fds::ResultsFd(g_runner.status_fd);
+  input.limits["tools_fd"] = sandbox::fds::ToolsFd(g_runner.status_fd);
   if (session) SessionLoop(std::move(input), params.timeout_s);
   std::string reason;
   int status = embed::RunCode(input, &reason);

@@ -16,6 +16,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+// The pinned SDK's client classes, for scripts outside this folder (the
+// code-mode bench talks to other servers directly with them).
+export { Client, StdioClientTransport, StreamableHTTPClientTransport };
+
 /** The server binary: $MCP_EXEC_BIN, else the build tree's. */
 export const serverBin = process.env.MCP_EXEC_BIN || path.resolve(here, '../../build/mcp-exec');
 

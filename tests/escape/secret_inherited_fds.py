@@ -10,6 +10,8 @@ import sys
 # inherited socket, directory or file outside the working directory is a way out. A
 # Python session's interpreter also holds the socket its next cells arrive on: allowed
 # only if nothing can be sent through it (receive-only), so it carries nothing out.
+# Every run also holds its code-mode tool channel: without upstreams (as here) the
+# supervisor closed its end before the run began, so a send meets EPIPE too.
 
 
 def receive_only(fd):

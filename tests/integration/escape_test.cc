@@ -5,6 +5,7 @@
 // snippet started may be left alive.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,7 +37,32 @@ struct Case {
   // In a session, the zygote may end the session instead (its bound on the
   // processes sessions hold): session_ended then must name this.
   std::string session_end;
+  // Code mode: the server fronts server-everything (tests/upstreams) as the
+  // stdio upstream "everything", so that the snippet can attack the channel.
+  bool upstreams = false;
 };
+
+// The upstreams file of the channel snippets: server-everything over stdio,
+// two tools allowed. The same text every time, written whole (rename).
+std::string UpstreamsFile() {
+  const std::string js = std::string(MCP_EXEC_UPSTREAMS_DIR) +
+                         "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  EXPECT_EQ(access(js.c_str(), R_OK), 0)
+      << js << " is missing: run `npm ci` in tests/upstreams (scripts/test.sh does)";
+  // Outside /tmp: the container postures have a /tmp of their own.
+  const std::string path = "/var/tmp/mcp-exec-escape-upstreams.json";
+  const std::string text =
+      nlohmann::json{
+          {"mcpServers",
+           {{"everything",
+             {{"command", "node"}, {"args", {js, "stdio"}}, {"allow", {"echo", "get-sum"}}}}}}}
+          .dump();
+  const std::string tmp = path + "." + std::to_string(getpid());
+  std::ofstream(tmp) << text;
+  chmod(tmp.c_str(), 0644);
+  rename(tmp.c_str(), path.c_str());
+  return path;
+}
 
 Case LoadCase(const std::string& file) {
   Case c;
@@ -65,6 +91,7 @@ Case LoadCase(const std::string& file) {
     if (auto v = value("distinct")) c.distinct = !v->empty();
     if (auto v = value("skip-why")) c.skip_why = *v;
     if (auto v = value("session-end")) c.session_end = *v;
+    if (auto v = value("upstreams")) c.upstreams = !v->empty();
   }
   if (!c.prelude.empty()) {
     // Shared helpers, put in front so that the snippet still reaches the
@@ -153,6 +180,7 @@ TEST_P(EscapeTest, Snippet) {
   // and no other layer may be weaker for their being there.
   std::map<std::string, std::string> env = MountEnv(p.posture);
   if (p.session) env["MCP_EXEC_PY_SESSION_IDLE_S"] = "1";
+  if (c.upstreams) env["MCP_EXEC_UPSTREAMS"] = UpstreamsFile();
   ServerProcess s(env, {}, Wrapper(p.posture));
   s.Initialize();
   std::set<std::string> distinct_lines;

@@ -361,6 +361,7 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.files.push_back({"out/a.csv", "", "a,b\n"});
   r.files_omitted.push_back({"out/b.bin", 9, "bytes"});
   r.files_omitted_count = 1;
+  r.tool_calls = 3;
   const json full = StructuredResult(r);
   const json props = ExecOutputSchema()["properties"];
   for (const auto& [key, value] : full.items()) {

@@ -71,5 +71,28 @@ TEST(MetricsTest, SessionEvictionsAndRefusalsAreCountedByTable) {
   EXPECT_NE(text.find("mcp_exec_session_refusals_total{table=\"python\"} 0\n"), std::string::npos);
 }
 
+TEST(MetricsTest, ToolCallsAreCountedByUpstreamAndOutcome) {
+  Metrics m;
+  EXPECT_EQ(m.Render({}).find("mcp_exec_tool_calls_total"), std::string::npos)
+      << "no upstreams, no code-mode series";
+  m.DeclareUpstreams({"files", "web"});
+  m.RecordToolCall("files", "ok", 0.003);
+  m.RecordToolCall("files", "ok", 0.2);
+  m.RecordToolCall("files", "tool_error", 0.01);
+  std::string text = m.Render({});
+  EXPECT_NE(text.find("mcp_exec_tool_calls_total{upstream=\"files\",outcome=\"ok\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mcp_exec_tool_calls_total{upstream=\"files\",outcome=\"tool_error\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("mcp_exec_tool_calls_total{upstream=\"web\",outcome=\"refused\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("mcp_exec_tool_call_duration_seconds_bucket{upstream=\"files\",le=\"0.005\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("mcp_exec_tool_call_duration_seconds_count{upstream=\"files\"} 3\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace mcpexec

@@ -1,0 +1,57 @@
+// A run's way to other MCP servers' tools (code mode): one end of a socket
+// pair the supervisor made for this run or cell, the other end served here
+// on a thread of its own. Frames both ways are a little-endian u32 length
+// then that much JSON:
+//   run -> here: {"id": N, "op": "list"} | {"id": N, "op": "call", "server",
+//                "tool", "arguments"}
+//   here -> run: {"id": N, "ok": true, "value": ...}
+//              | {"id": N, "ok": false, "error": "...", "kind": ...}
+// A frame that is not JSON of that shape, or longer than the bound, ends the
+// channel (the run's further calls fail): a hostile run harms only itself.
+// The checks that matter (allowed tool, arguments, result size) are the
+// gateway's; the count per run and the run's deadline are held here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+
+#include "base/metrics.h"
+#include "base/tool_gateway.h"
+#include "base/unique_fd.h"
+
+namespace mcpexec {
+
+struct ToolChannelLimits {
+  int64_t max_calls = 100;
+  int64_t max_result_bytes = 1048576;
+};
+
+class ToolChannel {
+ public:
+  // Serves fd (the supervisor's end) until Stop() or the run closes its end.
+  ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
+              std::chrono::steady_clock::time_point deadline, ToolChannelLimits limits,
+              Metrics* metrics);
+  ~ToolChannel();
+  ToolChannel(const ToolChannel&) = delete;
+  ToolChannel& operator=(const ToolChannel&) = delete;
+
+  // The run has ended: no more frames are read. A call still in flight
+  // finishes on its own (by the run's deadline) without holding the result.
+  void Stop();
+  // Calls the run made (each one past the first max_calls is refused and not
+  // counted).
+  int64_t calls() const;
+
+  // The largest frame a run may send: the arguments of one call and a little.
+  static int64_t MaxRequestBytes(const ToolChannelLimits& l);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace mcpexec

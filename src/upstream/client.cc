@@ -1,0 +1,717 @@
+#include "upstream/client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/log.h"
+#include "base/version.h"
+
+namespace mcpexec::upstream {
+
+namespace {
+
+// A message from an upstream may be large (a tool's whole result); past
+// this the upstream is taken for broken. The run's own cap is smaller
+// (MCP_EXEC_MAX_TOOL_RESULT_BYTES) and is applied after.
+constexpr size_t kMaxMessage = size_t{64} << 20;
+constexpr size_t kStderrTail = 4096;
+
+int MillisUntil(Clock::time_point deadline) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+}
+
+std::string Mask(std::string text, const std::vector<std::string>& secrets) {
+  for (const std::string& s : secrets) {
+    for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at)) {
+      text.replace(at, s.size(), "***");
+    }
+  }
+  return text;
+}
+
+bool IsResponse(const nlohmann::json& m) {
+  return m.is_object() && m.contains("id") && !m.contains("method") &&
+         (m.contains("result") || m.contains("error"));
+}
+
+// Writes all of data to a non-blocking fd by the deadline.
+bool WriteAll(int fd, const std::string& data, Clock::time_point deadline, std::string* error) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) {
+      *error = std::string("write: ") + strerror(errno);
+      return false;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int ms = MillisUntil(deadline);
+    if (ms == 0 || poll(&p, 1, ms) == 0) {
+      *error = "it did not read its input in time";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// --- stdio ---
+
+StdioLink::StdioLink(const Spec& spec) : spec_(spec) {}
+
+StdioLink::~StdioLink() {
+  if (stop_) {
+    uint64_t one = 1;
+    (void)!write(stop_.get(), &one, sizeof one);
+  }
+  if (reader_.joinable()) reader_.join();
+  in_.Reset();
+  if (pid_ > 0) {
+    // Its stdin closed: a well-behaved server exits. The rest are killed,
+    // with whatever they started (their own process group).
+    for (int i = 0; i < 20 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(10 * 1000);
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool StdioLink::Start(std::string* error) {
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + strerror(errno);
+    return false;
+  }
+  UniqueFd in_r(in[0]), out_w(out[1]), err_w(err[1]);
+  in_.Reset(in[1]);
+  out_.Reset(out[0]);
+  err_.Reset(err[0]);
+  stop_.Reset(eventfd(0, EFD_CLOEXEC));
+  // Everything the child needs, built before fork (the supervisor has
+  // threads: the child may only call async-signal-safe functions).
+  std::vector<std::string> env_strings;
+  for (const char* keep : {"PATH", "HOME", "LANG", "TMPDIR"}) {
+    if (const char* v = getenv(keep); v && !spec_.env.count(keep)) {
+      env_strings.push_back(std::string(keep) + "=" + v);
+    }
+  }
+  for (const auto& [k, v] : spec_.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string command = spec_.command;
+  std::vector<std::string> args = spec_.args;
+  argv.push_back(command.data());
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + strerror(errno);
+    return false;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(in_r.get(), 0) < 0 || dup2(out_w.get(), 1) < 0 || dup2(err_w.get(), 2) < 0) _exit(127);
+    syscall(SYS_close_range, 3U, ~0U, 0U);
+    // execvpe looks the command up in the supervisor's PATH.
+    execvpe(argv[0], argv.data(), envp.data());
+    const char msg[] = "mcp-exec: cannot execute the upstream's command\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  pid_ = pid;
+  fcntl(in_.get(), F_SETFL, O_NONBLOCK);
+  reader_ = std::thread([this] { ReadLoop(); });
+  return true;
+}
+
+bool StdioLink::Alive() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !dead_;
+}
+
+std::string StdioLink::StderrTail() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string t = stderr_tail_;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return Mask(t, spec_.Secrets());
+}
+
+bool StdioLink::Write(const std::string& line, Clock::time_point deadline, std::string* error) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return WriteAll(in_.get(), line, deadline, error);
+}
+
+void StdioLink::Answer(const nlohmann::json& request) {
+  // A server's requests to its client: ping is answered; sampling, roots,
+  // elicitation are not offered (the capabilities said so).
+  nlohmann::json reply = {{"jsonrpc", "2.0"}, {"id", request["id"]}};
+  if (request.value("method", "") == "ping") {
+    reply["result"] = nlohmann::json::object();
+  } else {
+    reply["error"] = {{"code", -32601}, {"message", "mcp-exec does not offer this to upstreams"}};
+  }
+  std::string error;
+  Write(reply.dump() + "\n", Clock::now() + std::chrono::seconds(5), &error);
+}
+
+void StdioLink::ReadLoop() {
+  std::string buf;
+  char chunk[65536];
+  bool out_open = true, err_open = true;
+  std::string why;
+  while (out_open) {
+    pollfd p[3] = {
+        {out_.get(), POLLIN, 0}, {err_open ? err_.get() : -1, POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    if (poll(p, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[2].revents) return;  // the destructor: it reaps
+    if (p[1].revents) {
+      ssize_t n = read(err_.get(), chunk, sizeof chunk);
+      if (n <= 0) {
+        err_open = false;
+      } else {
+        std::lock_guard<std::mutex> lock(mu_);
+        stderr_tail_.append(chunk, static_cast<size_t>(n));
+        if (stderr_tail_.size() > kStderrTail)
+          stderr_tail_.erase(0, stderr_tail_.size() - kStderrTail);
+      }
+    }
+    if (!p[0].revents) continue;
+    ssize_t n = read(out_.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+      nlohmann::json m = nlohmann::json::parse(buf.begin() + static_cast<long>(start),
+                                               buf.begin() + static_cast<long>(nl), nullptr, false);
+      if (m.is_discarded() || !m.is_object()) continue;  // a log line on stdout: skipped
+      if (IsResponse(m) && m["id"].is_number_integer()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = waiting_.find(m["id"].get<int64_t>());
+        if (it != waiting_.end()) {
+          it->second = std::move(m);
+          cv_.notify_all();
+        }
+      } else if (m.contains("method") && m.contains("id")) {
+        Answer(m);
+      }
+    }
+    buf.erase(0, start);
+    if (buf.size() > kMaxMessage) {
+      why = "it sent a message of more than 64 MiB";
+      kill(-pid_, SIGKILL);
+      kill(pid_, SIGKILL);
+      break;
+    }
+  }
+  int status = 0;
+  pid_t reaped = waitpid(pid_, &status, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reaped == pid_) pid_ = -1;
+  if (why.empty()) {
+    if (reaped < 0) {
+      why = "it closed its stdout";
+    } else if (WIFSIGNALED(status)) {
+      why = "it was ended by signal " + std::to_string(WTERMSIG(status));
+    } else {
+      why = "it exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+  }
+  exit_text_ = why;
+  dead_ = true;
+  cv_.notify_all();
+}
+
+std::optional<nlohmann::json> StdioLink::Request(const nlohmann::json& request,
+                                                 Clock::time_point deadline, std::string* error) {
+  const int64_t id = request["id"].get<int64_t>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_) {
+      *error = exit_text_;
+      return std::nullopt;
+    }
+    waiting_[id] = std::nullopt;
+  }
+  if (!Write(request.dump() + "\n", deadline, error)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_.erase(id);
+    return std::nullopt;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, deadline, [&] { return dead_ || waiting_[id].has_value(); });
+  std::optional<nlohmann::json> answer = std::move(waiting_[id]);
+  waiting_.erase(id);
+  if (!answer) *error = dead_ ? exit_text_ : "it did not answer in time";
+  return answer;
+}
+
+void StdioLink::Notify(const nlohmann::json& notification) {
+  std::string error;
+  Write(notification.dump() + "\n", Clock::now() + std::chrono::seconds(5), &error);
+}
+
+// --- streamable HTTP ---
+
+namespace {
+
+// A connected socket to host:port by the deadline, or -1.
+int Connect(const Url& url, Clock::time_point deadline, std::string* error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(url.port);
+  if (int rc = getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    *error = "cannot resolve " + url.host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int soerr = 0;
+      socklen_t len = sizeof soerr;
+      if (poll(&p, 1, MillisUntil(deadline)) == 1 &&
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) {
+        break;
+      }
+      errno = soerr ? soerr : ETIMEDOUT;
+    }
+    *error = "cannot connect to " + url.host + ":" + port + ": " + strerror(errno);
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+// Reads what is there (or waits for it by the deadline). 0: EOF.
+ssize_t ReadSome(int fd, char* buf, size_t len, Clock::time_point deadline, std::string* error) {
+  for (;;) {
+    ssize_t n = read(fd, buf, len);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) {
+      *error = std::string("read: ") + strerror(errno);
+      return -1;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int ms = MillisUntil(deadline);
+    if (ms == 0 || poll(&p, 1, ms) == 0) {
+      *error = "it did not answer in time";
+      return -1;
+    }
+  }
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// An HTTP/1.1 response, read incrementally: headers, then the body decoded
+// (chunked or not) as it comes, handed to on_body until it returns true.
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+};
+
+class BodyReader {
+ public:
+  BodyReader(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {}
+
+  bool Head(Response* r, std::string* error) {
+    size_t end;
+    while ((end = raw_.find("\r\n\r\n")) == std::string::npos) {
+      if (raw_.size() > 65536 || !More(error)) {
+        if (error->empty()) *error = "it closed the connection before answering";
+        return false;
+      }
+    }
+    std::string head = raw_.substr(0, end);
+    raw_.erase(0, end + 4);
+    size_t line_end = head.find("\r\n");
+    std::string status_line = head.substr(0, line_end);
+    if (status_line.size() < 12 || status_line.compare(0, 5, "HTTP/") != 0) {
+      *error = "it did not answer HTTP";
+      return false;
+    }
+    r->status = std::atoi(status_line.c_str() + 9);
+    size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
+    while (pos < head.size()) {
+      size_t e = head.find("\r\n", pos);
+      if (e == std::string::npos) e = head.size();
+      std::string line = head.substr(pos, e - pos);
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        r->headers[Lower(line.substr(0, colon))] = v;
+      }
+      pos = e + 2;
+    }
+    chunked_ = Lower(r->headers["transfer-encoding"]).find("chunked") != std::string::npos;
+    if (r->headers.count("content-length")) {
+      left_ = std::strtoll(r->headers["content-length"].c_str(), nullptr, 10);
+    }
+    return true;
+  }
+
+  // Appends the next decoded bytes to *out. false at the end (or error).
+  bool Next(std::string* out, std::string* error) {
+    if (done_) return false;
+    if (!chunked_) {
+      if (raw_.empty() && (left_ == 0 || !More(error))) {
+        done_ = true;
+        return false;
+      }
+      size_t take =
+          left_ >= 0 ? std::min<size_t>(raw_.size(), static_cast<size_t>(left_)) : raw_.size();
+      out->append(raw_, 0, take);
+      raw_.erase(0, take);
+      if (left_ >= 0) left_ -= static_cast<int64_t>(take);
+      return true;
+    }
+    for (;;) {
+      if (chunk_left_ > 0) {
+        if (raw_.empty() && !More(error)) return false;
+        size_t take = std::min<size_t>(raw_.size(), chunk_left_);
+        out->append(raw_, 0, take);
+        raw_.erase(0, take);
+        chunk_left_ -= take;
+        if (chunk_left_ == 0) need_crlf_ = true;
+        return true;
+      }
+      if (need_crlf_) {
+        while (raw_.size() < 2) {
+          if (!More(error)) return false;
+        }
+        raw_.erase(0, 2);
+        need_crlf_ = false;
+      }
+      size_t e;
+      while ((e = raw_.find("\r\n")) == std::string::npos) {
+        if (!More(error)) return false;
+      }
+      chunk_left_ = std::strtoull(raw_.substr(0, e).c_str(), nullptr, 16);
+      raw_.erase(0, e + 2);
+      if (chunk_left_ == 0) {
+        done_ = true;
+        return false;
+      }
+    }
+  }
+
+ private:
+  bool More(std::string* error) {
+    char buf[65536];
+    ssize_t n = ReadSome(fd_, buf, sizeof buf, deadline_, error);
+    if (n <= 0) return false;
+    raw_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_;
+  Clock::time_point deadline_;
+  std::string raw_;
+  bool chunked_ = false, done_ = false, need_crlf_ = false;
+  int64_t left_ = -1;
+  size_t chunk_left_ = 0;
+};
+
+}  // namespace
+
+HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
+  std::string error;
+  ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
+}
+
+// The POST of one message, with the session's and the entry's headers.
+std::string HttpLink::RequestText(const nlohmann::json& message) {
+  const std::string body = message.dump();
+  std::string req = "POST " + url_.target + " HTTP/1.1\r\nHost: " + url_.host + ":" +
+                    std::to_string(url_.port) +
+                    "\r\nContent-Type: application/json\r\nAccept: application/json, "
+                    "text/event-stream\r\nConnection: close\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!session_id_.empty()) req += "Mcp-Session-Id: " + session_id_ + "\r\n";
+    if (!protocol_version_.empty()) req += "MCP-Protocol-Version: " + protocol_version_ + "\r\n";
+  }
+  const std::string method = message.value("method", "");
+  if (!method.empty()) {
+    req += "Mcp-Method: " + method + "\r\n";
+    if (message.contains("params") && message["params"].contains("name") &&
+        message["params"]["name"].is_string()) {
+      req += "Mcp-Name: " + message["params"]["name"].get<std::string>() + "\r\n";
+    }
+  }
+  for (const auto& [k, v] : spec_.headers) req += k + ": " + v + "\r\n";
+  req += "\r\n" + body;
+  return req;
+}
+
+std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
+                                             Clock::time_point deadline, std::string* error) {
+  UniqueFd fd(Connect(url_, deadline, error));
+  if (!fd) return std::nullopt;
+  if (!WriteAll(fd.get(), RequestText(message), deadline, error)) return std::nullopt;
+  BodyReader reader(fd.get(), deadline);
+  Response r;
+  if (!reader.Head(&r, error)) return std::nullopt;
+  if (auto it = r.headers.find("mcp-session-id"); it != r.headers.end()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    session_id_ = it->second;
+  }
+  const bool awaited = message.contains("id");
+  if (r.status == 202 && !awaited) return nlohmann::json();
+  std::string type = Lower(r.headers["content-type"]);
+  std::string data;
+  if (type.find("text/event-stream") == std::string::npos || r.status / 100 != 2) {
+    while (data.size() < kMaxMessage && reader.Next(&data, error)) {
+    }
+    if (r.status / 100 != 2) {
+      // 404 is the specification's answer to a session the server ended;
+      // the TypeScript SDK's servers say 400 to one they never knew (they
+      // restarted). Either way a new handshake is due.
+      if (r.status == 404 || r.status == 400) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!session_id_.empty()) expired_ = true;
+      }
+      nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+      if (IsResponse(j)) return j;  // a JSON-RPC error carried with an HTTP status
+      *error = "HTTP " + std::to_string(r.status) +
+               (r.status == 401 || r.status == 403 ? " (check the entry's \"headers\")" : "");
+      return std::nullopt;
+    }
+    if (!awaited) return nlohmann::json();
+    nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+    if (!IsResponse(j)) {
+      *error = "it answered something that is not a JSON-RPC response";
+      return std::nullopt;
+    }
+    return j;
+  }
+  // SSE: events until the response to this request.
+  std::string pending, event_data;
+  while (reader.Next(&pending, error)) {
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) {
+        nlohmann::json m = nlohmann::json::parse(event_data, nullptr, false);
+        event_data.clear();
+        if (IsResponse(m) && m["id"] == message["id"]) return m;
+        continue;
+      }
+      if (line.compare(0, 5, "data:") == 0) {
+        std::string d = line.substr(5);
+        if (!d.empty() && d[0] == ' ') d.erase(0, 1);
+        if (!event_data.empty()) event_data += "\n";
+        event_data += d;
+        if (event_data.size() > kMaxMessage) {
+          *error = "it sent a message of more than 64 MiB";
+          return std::nullopt;
+        }
+      }
+    }
+  }
+  if (error->empty()) *error = "its event stream ended without the answer";
+  return std::nullopt;
+}
+
+std::optional<nlohmann::json> HttpLink::Request(const nlohmann::json& request,
+                                                Clock::time_point deadline, std::string* error) {
+  return Post(request, deadline, error);
+}
+
+void HttpLink::Notify(const nlohmann::json& notification) {
+  std::string error;
+  Post(notification, Clock::now() + std::chrono::seconds(5), &error);
+}
+
+// --- the client ---
+
+Client::Client(Spec spec) : spec_(std::move(spec)) {}
+Client::~Client() = default;
+
+std::optional<nlohmann::json> Client::Rpc(Link& link, const std::string& method,
+                                          nlohmann::json params, Clock::time_point deadline,
+                                          std::string* error) {
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_id_++;
+  }
+  if (stateless_) {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = kStatelessVersion;
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = nlohmann::json::object();
+    params["_meta"]["io.modelcontextprotocol/clientInfo"] = {{"name", "mcp-exec"},
+                                                             {"version", MCP_EXEC_VERSION}};
+  }
+  nlohmann::json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+  std::optional<nlohmann::json> answer = link.Request(req, deadline, error);
+  if (!answer) return std::nullopt;
+  if (answer->contains("error")) {
+    const nlohmann::json& e = (*answer)["error"];
+    *error = "it answered " + method + " with error " +
+             (e.is_object() ? std::to_string(e.value("code", 0)) + ": " + e.value("message", "")
+                            : e.dump());
+    return std::nullopt;
+  }
+  return (*answer)["result"];
+}
+
+bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std::string* error) {
+  std::shared_ptr<Link> link;
+  std::shared_ptr<StdioLink> stdio;
+  if (spec_.stdio()) {
+    stdio = std::make_shared<StdioLink>(spec_);
+    if (!stdio->Start(error)) return false;
+    link = stdio;
+  } else {
+    link = std::make_shared<HttpLink>(spec_);
+  }
+  auto fail = [&](const std::string& what) {
+    *error = what + ": " + *error;
+    if (stdio) {
+      std::string tail = stdio->StderrTail();
+      if (!tail.empty())
+        *error +=
+            "; its stderr ended with: " + tail.substr(tail.size() > 600 ? tail.size() - 600 : 0);
+    }
+    return false;
+  };
+  stateless_ = false;
+  nlohmann::json init = {{"protocolVersion", kLatestLegacyVersion},
+                         {"capabilities", nlohmann::json::object()},
+                         {"clientInfo", {{"name", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}}};
+  std::string init_error;
+  std::optional<nlohmann::json> r = Rpc(*link, "initialize", init, deadline, &init_error);
+  if (r && r->contains("protocolVersion") && (*r)["protocolVersion"].is_string()) {
+    legacy_version_ = (*r)["protocolVersion"].get<std::string>();
+    if (auto* http = dynamic_cast<HttpLink*>(link.get())) http->SetProtocolVersion(legacy_version_);
+    link->Notify({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  } else {
+    // A stateless server (2026-07-28) has no initialize.
+    if (!link->Alive()) {
+      *error = init_error;
+      return fail("initialize failed");
+    }
+    stateless_ = true;
+    if (auto* http = dynamic_cast<HttpLink*>(link.get()))
+      http->SetProtocolVersion(kStatelessVersion);
+    std::string discover_error;
+    if (!Rpc(*link, "server/discover", nlohmann::json::object(), deadline, &discover_error)) {
+      stateless_ = false;
+      *error = init_error;
+      return fail("initialize failed");
+    }
+  }
+  nlohmann::json tools = nlohmann::json::array();
+  nlohmann::json params = nlohmann::json::object();
+  for (int page = 0; page < 100; ++page) {
+    std::optional<nlohmann::json> list = Rpc(*link, "tools/list", params, deadline, error);
+    if (!list) return fail("tools/list failed");
+    if (list->contains("tools") && (*list)["tools"].is_array()) {
+      for (auto& t : (*list)["tools"]) {
+        if (t.is_object() && t.contains("name") && t["name"].is_string()) tools.push_back(t);
+      }
+    }
+    if (!list->contains("nextCursor") || !(*list)["nextCursor"].is_string()) break;
+    params["cursor"] = (*list)["nextCursor"];
+  }
+  tools_ = std::move(tools);
+  *out = std::move(link);
+  return true;
+}
+
+bool Client::Start(Clock::time_point deadline, std::string* error) {
+  std::shared_ptr<Link> link;
+  if (!Connect(&link, deadline, error)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  link_ = std::move(link);
+  return true;
+}
+
+// The link, started again when a stdio server died (at most once a second).
+std::shared_ptr<Link> Client::Live(Clock::time_point deadline, std::string* error) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (link_ && link_->Alive()) return link_;
+  // A server that dies as soon as it starts is not started again more than
+  // once a second.
+  if (spec_.stdio() && Clock::now() - last_restart_ < std::chrono::seconds(1)) {
+    *error = "it stopped again right after a restart; call again in a second";
+    return nullptr;
+  }
+  last_restart_ = Clock::now();
+  ++restarts_;
+  lock.unlock();
+  log::Info("upstream_restart", {{"upstream", spec_.name}, {"restarts", restarts_}});
+  std::shared_ptr<Link> link;
+  nlohmann::json tools_before = tools_;
+  if (!Connect(&link, deadline, error)) {
+    *error = "it stopped and could not be restarted (" + *error + ")";
+    return nullptr;
+  }
+  lock.lock();
+  tools_ = std::move(tools_before);  // runs keep the catalog they were told at start
+  link_ = link;
+  return link;
+}
+
+CallResult Client::Call(const std::string& tool, const nlohmann::json& arguments,
+                        Clock::time_point deadline) {
+  CallResult out{};
+  std::shared_ptr<Link> link = Live(deadline, &out.error);
+  if (!link) return out;
+  const nlohmann::json params = {{"name", tool}, {"arguments", arguments}};
+  std::optional<nlohmann::json> r = Rpc(*link, "tools/call", params, deadline, &out.error);
+  if (!r && !spec_.stdio() && !link->Alive()) {
+    // The HTTP server forgot our session (restarted, or expired it): one
+    // new handshake, then the call again.
+    out.error.clear();
+    link = Live(deadline, &out.error);
+    if (!link) return out;
+    r = Rpc(*link, "tools/call", params, deadline, &out.error);
+  }
+  if (!r) return out;
+  out.ok = true;
+  out.bytes = static_cast<int64_t>(r->dump().size());
+  out.result = std::move(*r);
+  return out;
+}
+
+}  // namespace mcpexec::upstream

@@ -1,0 +1,141 @@
+// One MCP client per upstream: JSON-RPC over a stdio child or streamable
+// HTTP, in either protocol era (initialize first; a server that refuses it
+// and answers server/discover is spoken to statelessly, with the 2026-07-28
+// _meta on every request).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "base/unique_fd.h"
+#include "upstream/config.h"
+
+namespace mcpexec::upstream {
+
+using Clock = std::chrono::steady_clock;
+
+// How JSON-RPC messages reach one server.
+class Link {
+ public:
+  virtual ~Link() = default;
+  // Sends a request and waits for the response with its id, until the
+  // deadline. nullopt: *error says why (the message, never a secret).
+  virtual std::optional<nlohmann::json> Request(const nlohmann::json& request,
+                                                Clock::time_point deadline, std::string* error) = 0;
+  virtual void Notify(const nlohmann::json& notification) = 0;
+  // False once the server is gone (a stdio child that exited).
+  virtual bool Alive() const = 0;
+};
+
+// A stdio server: a child process whose stdin and stdout carry one JSON
+// message per line. Its stderr is kept (the last 4 KiB) for a start error.
+class StdioLink : public Link {
+ public:
+  explicit StdioLink(const Spec& spec);
+  ~StdioLink() override;
+  bool Start(std::string* error);
+  std::optional<nlohmann::json> Request(const nlohmann::json& request, Clock::time_point deadline,
+                                        std::string* error) override;
+  void Notify(const nlohmann::json& notification) override;
+  bool Alive() const override;
+  // What the child wrote on stderr last, with the entry's secrets masked.
+  std::string StderrTail() const;
+
+ private:
+  bool Write(const std::string& line, Clock::time_point deadline, std::string* error);
+  void ReadLoop();
+  void Answer(const nlohmann::json& request);
+
+  const Spec spec_;
+  pid_t pid_ = -1;
+  UniqueFd in_, out_, err_, stop_;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::mutex write_mu_;
+  std::condition_variable cv_;
+  std::map<int64_t, std::optional<nlohmann::json>> waiting_;
+  bool dead_ = false;
+  std::string exit_text_;
+  std::string stderr_tail_;
+};
+
+// A streamable HTTP server: one POST per message, a JSON or an SSE answer.
+class HttpLink : public Link {
+ public:
+  explicit HttpLink(const Spec& spec);
+  std::optional<nlohmann::json> Request(const nlohmann::json& request, Clock::time_point deadline,
+                                        std::string* error) override;
+  void Notify(const nlohmann::json& notification) override;
+  // False once the server forgot its session (404): the client then does
+  // its handshake again.
+  bool Alive() const override { return !expired_.load(); }
+  void SetProtocolVersion(const std::string& v) { protocol_version_ = v; }
+
+ private:
+  std::string RequestText(const nlohmann::json& message);
+  // One POST; the answer with `id` (or, with no id, none awaited).
+  std::optional<nlohmann::json> Post(const nlohmann::json& message, Clock::time_point deadline,
+                                     std::string* error);
+
+  const Spec spec_;
+  Url url_;
+  std::mutex mu_;
+  std::string session_id_;
+  std::string protocol_version_;
+  std::atomic<bool> expired_{false};
+};
+
+// What a tools/call answered.
+struct CallResult {
+  bool ok = false;                  // the call reached the server and it answered
+  nlohmann::json result = nullptr;  // ok: the CallToolResult
+  std::string error;                // !ok: why (transport or JSON-RPC error)
+  int64_t bytes = 0;                // the result's size as JSON
+};
+
+class Client {
+ public:
+  explicit Client(Spec spec);
+  ~Client();
+  // Starts (a stdio child) or connects, does the handshake and lists the
+  // tools. On error, *error names what failed.
+  bool Start(Clock::time_point deadline, std::string* error);
+  const nlohmann::json& tools() const { return tools_; }  // as listed (every tool)
+  const Spec& spec() const { return spec_; }
+  CallResult Call(const std::string& tool, const nlohmann::json& arguments,
+                  Clock::time_point deadline);
+  std::string era() const { return stateless_ ? "2026-07-28" : legacy_version_; }
+
+ private:
+  std::shared_ptr<Link> Live(Clock::time_point deadline, std::string* error);
+  bool Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std::string* error);
+  std::optional<nlohmann::json> Rpc(Link& link, const std::string& method, nlohmann::json params,
+                                    Clock::time_point deadline, std::string* error);
+
+  const Spec spec_;
+  std::mutex mu_;
+  std::shared_ptr<Link> link_;
+  int64_t next_id_ = 1;
+  bool stateless_ = false;
+  std::string legacy_version_;
+  nlohmann::json tools_ = nlohmann::json::array();
+  int restarts_ = 0;
+  Clock::time_point last_restart_{};
+};
+
+// The JSON-RPC id counter is per client; ids are numbers.
+constexpr const char* kLatestLegacyVersion = "2025-11-25";
+constexpr const char* kStatelessVersion = "2026-07-28";
+
+}  // namespace mcpexec::upstream

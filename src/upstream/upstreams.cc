@@ -1,0 +1,283 @@
+#include "upstream/upstreams.h"
+
+#include <algorithm>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "base/log.h"
+
+namespace mcpexec::upstream {
+
+struct Upstreams::Tool {
+  std::string name;
+  nlohmann::json listed = nullptr;           // as tools/list gave it
+  std::unique_ptr<valijson::Schema> schema;  // null: only "an object" is checked
+};
+
+struct Upstreams::Server {
+  explicit Server(Spec s) : client(std::move(s)) {}
+  Client client;
+  std::vector<Tool> tools;  // the allowed ones
+  size_t listed = 0;
+};
+
+Upstreams::Upstreams(std::vector<Spec> specs, Metrics* metrics) : metrics_(metrics) {
+  for (Spec& s : specs) servers_.push_back(std::make_unique<Server>(std::move(s)));
+}
+
+Upstreams::~Upstreams() = default;
+
+namespace {
+
+std::unique_ptr<valijson::Schema> Compile(const nlohmann::json& schema, std::string* why) {
+  if (!schema.is_object()) return nullptr;
+  try {
+    auto out = std::make_unique<valijson::Schema>();
+    valijson::SchemaParser parser;
+    valijson::adapters::NlohmannJsonAdapter adapter(schema);
+    parser.populateSchema(adapter, *out);
+    return out;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return nullptr;
+  }
+}
+
+std::string Describe(const Spec& s) { return s.stdio() ? "command " + s.command : "url " + s.url; }
+
+}  // namespace
+
+bool Upstreams::Start(std::chrono::seconds timeout, std::string* error) {
+  std::vector<std::string> names;
+  for (auto& server : servers_) {
+    const Spec& spec = server->client.spec();
+    names.push_back(spec.name);
+    std::string why;
+    const auto t0 = Clock::now();
+    if (!server->client.Start(t0 + timeout, &why)) {
+      *error = "upstream '" + spec.name + "' (" + Describe(spec) + ") could not be started: " + why;
+      return false;
+    }
+    server->listed = server->client.tools().size();
+    for (const nlohmann::json& t : server->client.tools()) {
+      const std::string name = t["name"].get<std::string>();
+      if (!Allowed(spec, name)) continue;
+      Tool tool{};
+      tool.name = name;
+      tool.listed = t;
+      std::string schema_why;
+      tool.schema = Compile(t.value("inputSchema", nlohmann::json::object()), &schema_why);
+      if (!tool.schema) {
+        log::Warn("upstream_schema", {{"upstream", spec.name},
+                                      {"tool", name},
+                                      {"why", "its input schema could not be compiled (" +
+                                                  schema_why + "); only its shape is checked"}});
+      }
+      server->tools.push_back(std::move(tool));
+    }
+    for (const std::string& a : spec.allow) {
+      const bool matched = std::any_of(server->client.tools().begin(), server->client.tools().end(),
+                                       [&](const nlohmann::json& t) {
+                                         Spec one;
+                                         one.allow_all = false;
+                                         one.allow = {a};
+                                         return Allowed(one, t["name"].get<std::string>());
+                                       });
+      if (!matched) {
+        *error = "upstream '" + spec.name + "': \"allow\" names '" + a +
+                 "', which matches none of the tools it lists";
+        return false;
+      }
+    }
+    log::Info(
+        "upstream_ready",
+        {{"upstream", spec.name},
+         {"transport", spec.stdio() ? "stdio" : "http"},
+         {"protocol", server->client.era()},
+         {"tools_listed", server->listed},
+         {"tools_allowed", server->tools.size()},
+         {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
+  }
+  if (metrics_) metrics_->DeclareUpstreams(names);
+  return true;
+}
+
+nlohmann::json Upstreams::Catalog() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& server : servers_) {
+    nlohmann::json tools = nlohmann::json::array();
+    for (const Tool& t : server->tools) {
+      tools.push_back({{"name", t.name},
+                       {"description", t.listed.value("description", "")},
+                       {"inputSchema", t.listed.value("inputSchema", nlohmann::json::object())}});
+    }
+    out[server->client.spec().name] = {{"tools", std::move(tools)}};
+  }
+  return out;
+}
+
+std::string Upstreams::Summary() const {
+  std::string out;
+  for (const auto& server : servers_) {
+    out += "\n- mcp_tools." + PythonName(server->client.spec().name) + " (" +
+           std::to_string(server->tools.size()) + " tools):";
+    for (size_t i = 0; i < server->tools.size(); ++i) {
+      out += (i ? ", " : " ") + PythonName(server->tools[i].name);
+    }
+  }
+  return out;
+}
+
+nlohmann::json Upstreams::Report() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& server : servers_) {
+    const Spec& spec = server->client.spec();
+    out.push_back({{"name", spec.name},
+                   {"transport", spec.stdio() ? "stdio" : "http"},
+                   {"protocol", server->client.era()},
+                   {"tools_listed", server->listed},
+                   {"tools_allowed", server->tools.size()}});
+  }
+  return out;
+}
+
+const Upstreams::Tool* Upstreams::Find(const Server& s, const std::string& tool) const {
+  for (const Tool& t : s.tools) {
+    if (t.name == tool) return &t;
+  }
+  return nullptr;
+}
+
+nlohmann::json ValueOf(const nlohmann::json& r) {
+  if (r.contains("structuredContent") && !r["structuredContent"].is_null()) {
+    return r["structuredContent"];
+  }
+  const nlohmann::json content = r.value("content", nlohmann::json::array());
+  if (!content.is_array()) return nlohmann::json::array();
+  std::string text;
+  bool only_text = !content.empty();
+  for (const auto& item : content) {
+    if (!item.is_object() || item.value("type", "") != "text" || !item["text"].is_string()) {
+      only_text = false;
+      break;
+    }
+    text += (text.empty() ? "" : "\n") + item["text"].get<std::string>();
+  }
+  if (only_text) return text;
+  return content;
+}
+
+std::string ErrorTextOf(const nlohmann::json& r) {
+  std::string text;
+  for (const auto& item : r.value("content", nlohmann::json::array())) {
+    if (item.is_object() && item.value("type", "") == "text" && item["text"].is_string()) {
+      text += (text.empty() ? "" : "\n") + item["text"].get<std::string>();
+    }
+  }
+  return text.empty() ? "the tool reported an error without a message" : text;
+}
+
+namespace {
+
+// "" when the arguments fit the tool's input schema, else why not (the
+// innermost errors first: valijson also lists the schemas around them).
+std::string ArgumentsError(const valijson::Schema* schema, const std::string& server,
+                           const std::string& tool, const nlohmann::json& arguments) {
+  if (!schema) return "";
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(arguments);
+  if (validator.validate(*schema, target, &results)) return "";
+  std::string why;
+  valijson::ValidationResults::Error e;
+  int shown = 0;
+  while (results.popError(e) && shown < 3) {
+    if (e.description.find("Failed to validate against schema") != std::string::npos) continue;
+    std::string where;
+    for (const std::string& c : e.context) where += c == "<root>" ? "" : c;
+    why += (why.empty() ? "" : "; ") + (where.empty() ? "" : where + ": ") + e.description;
+    ++shown;
+  }
+  return "bad arguments for " + server + "." + tool + ": " +
+         (why.empty() ? "they do not match its input schema" : why) + " (help(mcp_tools." +
+         PythonName(server) + "." + PythonName(tool) + ") shows its schema)";
+}
+
+}  // namespace
+
+ToolAnswer Upstreams::Call(const std::string& server_name, const std::string& tool_name,
+                           const nlohmann::json& arguments, Clock::time_point deadline,
+                           int64_t max_bytes) {
+  const auto t0 = Clock::now();
+  ToolAnswer a{};
+  std::string outcome = "refused";
+  Server* server = nullptr;
+  for (auto& s : servers_) {
+    if (s->client.spec().name == server_name) server = s.get();
+  }
+  auto finish = [&]() {
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (server && metrics_) metrics_->RecordToolCall(server_name, outcome, s);
+    log::Info("tool_call", {{"upstream", server ? server_name : std::string("(unknown)")},
+                            {"tool", server && Find(*server, tool_name) ? tool_name : "(refused)"},
+                            {"duration_ms", static_cast<int64_t>(s * 1000)},
+                            {"bytes", a.bytes},
+                            {"ok", a.ok},
+                            {"outcome", outcome}});
+    return a;
+  };
+  if (!server) {
+    std::string names;
+    for (auto& s : servers_) names += (names.empty() ? "" : ", ") + s->client.spec().name;
+    a.error = "there is no upstream named '" + server_name +
+              "' (upstreams: " + (names.empty() ? "none" : names) + ")";
+    return finish();
+  }
+  const Tool* tool = Find(*server, tool_name);
+  if (!tool) {
+    bool listed = std::any_of(server->client.tools().begin(), server->client.tools().end(),
+                              [&](const nlohmann::json& t) { return t["name"] == tool_name; });
+    a.error = listed ? "tool '" + tool_name + "' of upstream '" + server_name +
+                           "' is not allowed here (its \"allow\" list leaves it out)"
+                     : "upstream '" + server_name + "' has no tool '" + tool_name +
+                           "' (print(mcp_tools." + PythonName(server_name) +
+                           ") lists the ones you can call)";
+    return finish();
+  }
+  if (!arguments.is_object()) {
+    a.error = "the arguments of " + server_name + "." + tool_name + " must be an object (a dict)";
+    return finish();
+  }
+  if (std::string why = ArgumentsError(tool->schema.get(), server_name, tool_name, arguments);
+      !why.empty()) {
+    a.error = why;
+    return finish();
+  }
+  CallResult r = server->client.Call(tool_name, arguments, deadline);
+  a.bytes = r.bytes;
+  if (!r.ok) {
+    outcome = "failed";
+    a.error = "upstream '" + server_name + "' did not answer " + tool_name + ": " + r.error;
+    return finish();
+  }
+  if (r.bytes > max_bytes) {
+    outcome = "too_large";
+    a.error = "the result of " + server_name + "." + tool_name + " has " + std::to_string(r.bytes) +
+              " bytes, more than MCP_EXEC_MAX_TOOL_RESULT_BYTES (" + std::to_string(max_bytes) +
+              "); ask it for less";
+    return finish();
+  }
+  if (r.result.value("isError", false)) {
+    outcome = "tool_error";
+    a.error = ErrorTextOf(r.result);
+    return finish();
+  }
+  outcome = "ok";
+  a.ok = true;
+  a.value = ValueOf(r.result);
+  return finish();
+}
+
+}  // namespace mcpexec::upstream

@@ -1,0 +1,51 @@
+// The upstream MCP servers of code mode, as a ToolGateway: started and
+// listed at start, their allowed tools the catalog runs see, every call
+// checked (allowed, arguments against the tool's input schema, result size)
+// before and after it is forwarded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/tool_gateway.h"
+#include "upstream/client.h"
+
+namespace mcpexec::upstream {
+
+class Upstreams : public ToolGateway {
+ public:
+  Upstreams(std::vector<Spec> specs, Metrics* metrics);
+  ~Upstreams() override;
+  // Starts and lists every upstream (each within timeout); on failure,
+  // *error names the upstream and what failed.
+  bool Start(std::chrono::seconds timeout, std::string* error);
+
+  nlohmann::json Catalog() const override;
+  ToolAnswer Call(const std::string& server, const std::string& tool,
+                  const nlohmann::json& arguments, Clock::time_point deadline,
+                  int64_t max_bytes) override;
+
+  // One line per upstream for the exec tool's description:
+  // "NAME (N tools): a, b, c".
+  std::string Summary() const;
+  // For the start log: name, transport, era, tools listed and allowed.
+  nlohmann::json Report() const;
+
+ private:
+  struct Tool;
+  struct Server;
+  const Tool* Find(const Server& s, const std::string& tool) const;
+
+  Metrics* metrics_;
+  std::vector<std::unique_ptr<Server>> servers_;
+};
+
+// What a CallToolResult gives the run: its structuredContent when there is
+// one, else its text items joined when it has only text, else its items.
+nlohmann::json ValueOf(const nlohmann::json& r);
+// The text of an error result (isError), for ToolError.
+std::string ErrorTextOf(const nlohmann::json& r);
+
+}  // namespace mcpexec::upstream

@@ -1,0 +1,112 @@
+// Code mode's upstreams without a server: the MCP_EXEC_UPSTREAMS file, the
+// allow list, Python names, URLs, and what a tool's result gives the run.
+#include <gtest/gtest.h>
+
+#include "upstream/config.h"
+#include "upstream/upstreams.h"
+
+namespace mcpexec::upstream {
+namespace {
+
+TEST(UpstreamConfigTest, ReadsTheShapeClientAppsUse) {
+  std::vector<Spec> specs;
+  std::string error;
+  ASSERT_TRUE(ParseSpecs(R"({"mcpServers": {
+      "files": {"command": "npx", "args": ["-y", "srv"], "env": {"TOKEN": "abcd1234"},
+                "allow": ["read_*", "list"]},
+      "web-api": {"url": "http://127.0.0.1:9000/mcp", "headers": {"Authorization": "Bearer xyz9"}}
+    }})",
+                         &specs, &error))
+      << error;
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name, "files");
+  EXPECT_TRUE(specs[0].stdio());
+  EXPECT_EQ(specs[0].args, (std::vector<std::string>{"-y", "srv"}));
+  EXPECT_FALSE(specs[0].allow_all);
+  EXPECT_EQ(specs[0].Secrets(), std::vector<std::string>{"abcd1234"});
+  EXPECT_FALSE(specs[1].stdio());
+  EXPECT_TRUE(specs[1].allow_all);
+  EXPECT_EQ(specs[1].Secrets(), std::vector<std::string>{"Bearer xyz9"});
+}
+
+TEST(UpstreamConfigTest, EveryBadEntryIsRefusedNamingIt) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"[]", "not a JSON object"},
+      {"{}", "\"mcpServers\""},
+      {R"({"mcpServers": {"a": {}}})", "upstream 'a': give either \"command\""},
+      {R"({"mcpServers": {"a": {"command": "x", "url": "http://h/"}}})", "not both"},
+      {R"({"mcpServers": {"a": {"command": ""}}})", "upstream 'a': \"command\""},
+      {R"({"mcpServers": {"a": {"command": "x", "args": "y"}}})", "\"args\" must be an array"},
+      {R"({"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}})", "\"env\".K must be a string"},
+      {R"({"mcpServers": {"a": {"command": "x", "allow": "echo"}}})", "\"allow\" must be"},
+      {R"({"mcpServers": {"a": {"command": "x", "headers": {}}}})", "\"headers\" is for a \"url\""},
+      {R"({"mcpServers": {"a": {"url": "https://h/"}}})", "is https"},
+      {R"({"mcpServers": {"a": {"url": "ftp://h/"}}})", "must start with http://"},
+      {R"({"mcpServers": {"a": {"url": "http://u:p@h/"}}})", "credentials in \"headers\""},
+      {R"({"mcpServers": {"a": {"url": "http://h:99999/"}}})", "bad port"},
+      {R"({"mcpServers": {"a": {"command": "x", "alow": []}}})", "unknown key \"alow\""},
+      {R"({"mcpServers": {"a-b": {"command": "x"}, "a_b": {"command": "y"}}})",
+       "would both be mcp_tools.a_b"},
+  };
+  for (const Case& c : cases) {
+    std::vector<Spec> specs;
+    std::string error;
+    EXPECT_FALSE(ParseSpecs(c.text, &specs, &error)) << c.text;
+    EXPECT_NE(error.find(c.needle), std::string::npos) << c.text << " -> " << error;
+  }
+}
+
+TEST(UpstreamConfigTest, AllowTakesNamesAndPrefixes) {
+  Spec s;
+  s.allow_all = false;
+  s.allow = {"echo", "get_*"};
+  EXPECT_TRUE(Allowed(s, "echo"));
+  EXPECT_TRUE(Allowed(s, "get_sum"));
+  EXPECT_TRUE(Allowed(s, "get_"));
+  EXPECT_FALSE(Allowed(s, "echo2"));
+  EXPECT_FALSE(Allowed(s, "get-sum"));
+  s.allow = {};
+  EXPECT_FALSE(Allowed(s, "echo"));
+  s.allow_all = true;
+  EXPECT_TRUE(Allowed(s, "anything"));
+}
+
+TEST(UpstreamConfigTest, PythonNamesAndUrls) {
+  EXPECT_EQ(PythonName("get-sum"), "get_sum");
+  EXPECT_EQ(PythonName("my.server/v2"), "my_server_v2");
+  EXPECT_EQ(PythonName("2fa"), "_2fa");
+  EXPECT_EQ(PythonName("caf\xc3\xa9"), "caf__");
+  Url u;
+  std::string error;
+  ASSERT_TRUE(ParseUrl("http://127.0.0.1:3001/mcp", &u, &error));
+  EXPECT_EQ(u.host, "127.0.0.1");
+  EXPECT_EQ(u.port, 3001);
+  EXPECT_EQ(u.target, "/mcp");
+  ASSERT_TRUE(ParseUrl("http://[::1]/", &u, &error));
+  EXPECT_EQ(u.host, "::1");
+  EXPECT_EQ(u.port, 80);
+}
+
+TEST(UpstreamValueTest, StructuredFirstThenTextThenTheItems) {
+  EXPECT_EQ(ValueOf({{"structuredContent", {{"t", 1}}},
+                     {"content", {{{"type", "text"}, {"text", "x"}}}}}),
+            (nlohmann::json{{"t", 1}}));
+  EXPECT_EQ(ValueOf({{"content",
+                      {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}),
+            "a\nb");
+  nlohmann::json mixed = {{"content",
+                           {{{"type", "text"}, {"text", "a"}},
+                            {{"type", "image"}, {"data", "iVBO"}, {"mimeType", "image/png"}}}}};
+  EXPECT_EQ(ValueOf(mixed), mixed["content"]);
+  EXPECT_EQ(ValueOf({{"content", nlohmann::json::array()}}), nlohmann::json::array());
+  EXPECT_EQ(ErrorTextOf({{"isError", true}, {"content", {{{"type", "text"}, {"text", "boom"}}}}}),
+            "boom");
+  EXPECT_EQ(ErrorTextOf({{"isError", true}}), "the tool reported an error without a message");
+}
+
+}  // namespace
+}  // namespace mcpexec::upstream
