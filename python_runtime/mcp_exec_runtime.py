@@ -954,6 +954,11 @@ def _tools_io(frame):
         frame_id = _tools["next"]
         _tools["next"] += 1
         body = json.dumps(dict(frame, id=frame_id)).encode()
+        limit = _limits.get("max_tool_frame_bytes", 0)
+        if limit and len(body) > limit:
+            raise ToolError("this call's arguments take %d bytes, more than the %d one call may "
+                            "send (MCP_EXEC_MAX_TOOL_RESULT_BYTES sets it); pass less per call"
+                            % (len(body), limit))
         try:
             data = struct.pack("<I", len(body)) + body
             while data:

@@ -17,6 +17,7 @@
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
+#include "supervisor/tool_channel.h"
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
@@ -134,6 +135,14 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   backend.EndTasks();   // runs no connection waits for any more
   sessions.Shutdown();  // their interpreters end before the executor's cleaner stops
   executor.Shutdown();
+  if (upstreams) {
+    // Nested calls still in flight end now; their channels' threads point
+    // at the metrics and the upstreams, which go when Serve returns.
+    upstreams->Abort();
+    if (!ToolChannel::WaitAllEnded(std::chrono::seconds(10))) {
+      log::Warn("tool_channels", {{"why", "a nested call was still going 10 s after shutdown"}});
+    }
+  }
   return rc;
 }
 

@@ -291,7 +291,8 @@ const std::vector<Option>& Options() {
        IntField(&Config::max_tool_calls, 1, 100000)},
       {"MCP_EXEC_MAX_TOOL_RESULT_BYTES", "--max-tool-result-bytes",
        Default(&Config::max_tool_result_bytes), "bytes",
-       "the largest result of one nested tool call (as JSON); a larger one is a ToolError",
+       "the largest result of one nested tool call (as JSON), and of one call's arguments (at "
+       "least 64 KiB); a larger one is a ToolError",
        IntField(&Config::max_tool_result_bytes, 1024, int64_t{64} * kMiB)},
       {"MCP_EXEC_ZYGOTE_HUGE_PAGES", "--zygote-huge-pages", Default(&Config::zygote_huge_pages), "",
        "1: the warmed interpreter's heap goes on transparent huge pages before the first fork "

@@ -87,6 +87,7 @@ const std::vector<Arg>& Args() {
         OutputArg("max-result-bytes", &OutputLimits::max_result_bytes, 0),
         OutputArg("max-image-side", &OutputLimits::max_image_side, 1),
         OutputArg("max-link-bytes", &OutputLimits::max_link_bytes, 0),
+        OutputArg("max-tool-frame-bytes", &OutputLimits::max_tool_frame_bytes, 0),
         {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
          num(&ZygoteArgs::cgroup_version)},
         {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
@@ -119,7 +120,8 @@ std::map<std::string, int64_t> OutputLimits::ByName() const {
           {"max_out_bytes", max_out_bytes},
           {"max_result_bytes", max_result_bytes},
           {"max_image_side", max_image_side},
-          {"max_link_bytes", max_link_bytes}};
+          {"max_link_bytes", max_link_bytes},
+          {"max_tool_frame_bytes", max_tool_frame_bytes}};
 }
 
 std::vector<std::string> ZygoteArgs::ToArgv() const {

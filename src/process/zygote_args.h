@@ -34,6 +34,10 @@ struct OutputLimits {
   // out/ files past max_out_bytes come back as links to the resource
   // store, up to this many bytes together (0: none, they are omitted).
   int64_t max_link_bytes = 0;
+  // Code mode: the largest frame a run may send on its tool channel (the
+  // runtime refuses bigger arguments itself, keeping the channel open);
+  // 0: the server has no upstreams.
+  int64_t max_tool_frame_bytes = 0;
   // The most the supervisor keeps of a results pipe: every bound plus room
   // for the records' headers.
   int64_t KeepBytes() const;

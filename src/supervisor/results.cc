@@ -9,6 +9,7 @@
 #include "base/fs_util.h"
 #include "base/utf8.h"
 #include "process/wire.h"
+#include "supervisor/tool_channel.h"
 
 namespace mcpexec {
 
@@ -66,6 +67,10 @@ ResultLimits ResultLimitsFor(const Config& c) {
                  c.max_out_bytes, c.max_result_bytes, c.max_image_side};
   // A linked file is written into the run's disk first, and into the store.
   l.max_link_bytes = std::min(c.disk_limit_mb, c.resource_store_mb) << 20;
+  if (!c.upstreams.empty()) {
+    l.max_tool_frame_bytes =
+        ToolChannel::MaxRequestBytes({c.max_tool_calls, c.max_tool_result_bytes});
+  }
   return l;
 }
 

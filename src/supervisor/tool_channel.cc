@@ -15,6 +15,8 @@ namespace mcpexec {
 
 namespace {
 
+std::atomic<int> g_live_threads{0};
+
 int MillisUntil(std::chrono::steady_clock::time_point t) {
   auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(t - std::chrono::steady_clock::now())
@@ -154,11 +156,13 @@ ToolChannel::ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
   state_->metrics = metrics;
   // Detached: a call in flight when the run ends finishes by the deadline
   // on its own, holding the state (and the gateway) alive until then.
+  ++g_live_threads;
   std::thread([s = state_] {
     s->Serve();
     // However it ended, the run's end sees EOF: a call it still makes, or
     // an answer it waits for, fails at once instead of hanging.
     shutdown(s->fd.get(), SHUT_RDWR);
+    --g_live_threads;
   }).detach();
 }
 
@@ -168,6 +172,15 @@ void ToolChannel::Stop() {
   if (state_->stopped.exchange(true)) return;
   uint64_t one = 1;
   (void)!write(state_->stop.get(), &one, sizeof one);
+}
+
+bool ToolChannel::WaitAllEnded(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (g_live_threads.load() > 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 int64_t ToolChannel::calls() const { return state_->calls.load(); }

@@ -46,6 +46,11 @@ class ToolChannel {
   // counted).
   int64_t calls() const;
 
+  // Waits until every channel's thread has ended (a call in flight ends by
+  // its run's deadline, or at once once the gateway aborted it), at most
+  // `timeout`. True when none is left: what they point at may then go.
+  static bool WaitAllEnded(std::chrono::milliseconds timeout);
+
   // The largest frame a run may send: the arguments of one call and a little.
   static int64_t MaxRequestBytes(const ToolChannelLimits& l);
 

@@ -147,6 +147,14 @@ bool StdioLink::Start(std::string* error) {
   return true;
 }
 
+void StdioLink::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+  }
+}
+
 bool StdioLink::Alive() const {
   std::lock_guard<std::mutex> lock(mu_);
   return !dead_;
@@ -455,6 +463,42 @@ HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
   ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
 }
 
+namespace {
+
+// An event stream's events until the response with this id.
+std::optional<nlohmann::json> ResponseEvent(BodyReader& reader, const nlohmann::json& id,
+                                            std::string* error) {
+  std::string pending, event_data;
+  while (reader.Next(&pending, error)) {
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) {
+        nlohmann::json m = nlohmann::json::parse(event_data, nullptr, false);
+        event_data.clear();
+        if (IsResponse(m) && m["id"] == id) return m;
+        continue;
+      }
+      if (line.compare(0, 5, "data:") == 0) {
+        std::string d = line.substr(5);
+        if (!d.empty() && d[0] == ' ') d.erase(0, 1);
+        if (!event_data.empty()) event_data += "\n";
+        event_data += d;
+        if (event_data.size() > kMaxMessage) {
+          *error = "it sent a message of more than 64 MiB";
+          return std::nullopt;
+        }
+      }
+    }
+  }
+  if (error->empty()) *error = "its event stream ended without the answer";
+  return std::nullopt;
+}
+
+}  // namespace
+
 // The POST of one message, with the session's and the entry's headers.
 std::string HttpLink::RequestText(const nlohmann::json& message) {
   const std::string body = message.dump();
@@ -485,6 +529,22 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
                                              Clock::time_point deadline, std::string* error) {
   UniqueFd fd(Connect(url_, deadline, error));
   if (!fd) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) {
+      *error = "the server is shutting down";
+      return std::nullopt;
+    }
+    open_.insert(fd.get());
+  }
+  struct Forget {
+    HttpLink* link;
+    int fd;
+    ~Forget() {
+      std::lock_guard<std::mutex> lock(link->mu_);
+      link->open_.erase(fd);
+    }
+  } forget{this, fd.get()};
   if (!WriteAll(fd.get(), RequestText(message), deadline, error)) return std::nullopt;
   BodyReader reader(fd.get(), deadline);
   Response r;
@@ -522,34 +582,13 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
     }
     return j;
   }
-  // SSE: events until the response to this request.
-  std::string pending, event_data;
-  while (reader.Next(&pending, error)) {
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.empty()) {
-        nlohmann::json m = nlohmann::json::parse(event_data, nullptr, false);
-        event_data.clear();
-        if (IsResponse(m) && m["id"] == message["id"]) return m;
-        continue;
-      }
-      if (line.compare(0, 5, "data:") == 0) {
-        std::string d = line.substr(5);
-        if (!d.empty() && d[0] == ' ') d.erase(0, 1);
-        if (!event_data.empty()) event_data += "\n";
-        event_data += d;
-        if (event_data.size() > kMaxMessage) {
-          *error = "it sent a message of more than 64 MiB";
-          return std::nullopt;
-        }
-      }
-    }
-  }
-  if (error->empty()) *error = "its event stream ended without the answer";
-  return std::nullopt;
+  return ResponseEvent(reader, message["id"], error);
+}
+
+void HttpLink::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (int fd : open_) shutdown(fd, SHUT_RDWR);
 }
 
 std::optional<nlohmann::json> HttpLink::Request(const nlohmann::json& request,
@@ -669,6 +708,10 @@ bool Client::Start(Clock::time_point deadline, std::string* error) {
 // The link, started again when a stdio server died (at most once a second).
 std::shared_ptr<Link> Client::Live(Clock::time_point deadline, std::string* error) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (aborted_) {
+    *error = "the server is shutting down";
+    return nullptr;
+  }
   if (link_ && link_->Alive()) return link_;
   // A server that dies as soon as it starts is not started again more than
   // once a second.
@@ -690,6 +733,12 @@ std::shared_ptr<Link> Client::Live(Clock::time_point deadline, std::string* erro
   tools_ = std::move(tools_before);  // runs keep the catalog they were told at start
   link_ = link;
   return link;
+}
+
+void Client::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  if (link_) link_->Abort();
 }
 
 CallResult Client::Call(const std::string& tool, const nlohmann::json& arguments,

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,8 @@ class Link {
   virtual void Notify(const nlohmann::json& notification) = 0;
   // False once the server is gone (a stdio child that exited).
   virtual bool Alive() const = 0;
+  // The server is shutting down: calls in flight end now.
+  virtual void Abort() {}
 };
 
 // A stdio server: a child process whose stdin and stdout carry one JSON
@@ -49,6 +52,7 @@ class StdioLink : public Link {
                                         std::string* error) override;
   void Notify(const nlohmann::json& notification) override;
   bool Alive() const override;
+  void Abort() override;  // kills the child: its calls in flight fail at once
   // What the child wrote on stderr last, with the entry's secrets masked.
   std::string StderrTail() const;
 
@@ -80,6 +84,7 @@ class HttpLink : public Link {
   // False once the server forgot its session (404): the client then does
   // its handshake again.
   bool Alive() const override { return !expired_.load(); }
+  void Abort() override;  // shuts down the connections of calls in flight
   void SetProtocolVersion(const std::string& v) { protocol_version_ = v; }
 
  private:
@@ -94,6 +99,8 @@ class HttpLink : public Link {
   std::string session_id_;
   std::string protocol_version_;
   std::atomic<bool> expired_{false};
+  std::set<int> open_;  // the sockets of requests in flight (under mu_)
+  bool aborted_ = false;
 };
 
 // What a tools/call answered.
@@ -116,6 +123,8 @@ class Client {
   CallResult Call(const std::string& tool, const nlohmann::json& arguments,
                   Clock::time_point deadline);
   std::string era() const { return stateless_ ? "2026-07-28" : legacy_version_; }
+  // Shutdown: calls in flight end now, and no restart follows.
+  void Abort();
 
  private:
   std::shared_ptr<Link> Live(Clock::time_point deadline, std::string* error);
@@ -131,6 +140,7 @@ class Client {
   std::string legacy_version_;
   nlohmann::json tools_ = nlohmann::json::array();
   int restarts_ = 0;
+  bool aborted_ = false;
   Clock::time_point last_restart_{};
 };
 

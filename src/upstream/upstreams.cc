@@ -130,6 +130,10 @@ std::string Upstreams::Summary() const {
   return out;
 }
 
+void Upstreams::Abort() {
+  for (auto& server : servers_) server->client.Abort();
+}
+
 nlohmann::json Upstreams::Report() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& server : servers_) {

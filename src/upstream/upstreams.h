@@ -30,6 +30,8 @@ class Upstreams : public ToolGateway {
   // One line per upstream for the exec tool's description:
   // "NAME (N tools): a, b, c".
   std::string Summary() const;
+  // Shutdown: every call in flight ends now (stdio servers are killed).
+  void Abort();
   // For the start log: name, transport, era, tools listed and allowed.
   nlohmann::json Report() const;
 

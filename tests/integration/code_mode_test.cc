@@ -245,6 +245,18 @@ except mcp_tools.ToolError as e:
     print(e)
 )");
   EXPECT_TRUE(Has(big["stdout"], "more than MCP_EXEC_MAX_TOOL_RESULT_BYTES (1024)")) << big.dump();
+  // Arguments past what one call may send are refused in the run, and the
+  // channel stays open for the next call.
+  json args = s.Exec(R"(
+import mcp_tools
+try:
+    mcp_tools.everything.echo(message="x" * 100000)
+except mcp_tools.ToolError as e:
+    print(e)
+print(mcp_tools.everything.echo(message="small"))
+)");
+  EXPECT_TRUE(Has(args["stdout"], "more than the 69632 one call may send")) << args.dump();
+  EXPECT_TRUE(Has(args["stdout"], "\nEcho: small\n")) << args.dump();
   unlink(config.c_str());
 }
 
@@ -401,6 +413,46 @@ TEST(CodeModeOffTest, WithoutUpstreamsImportSaysWhy) {
   EXPECT_EQ(r["exit_code"], 1) << r.dump();
   EXPECT_TRUE(Has(r["stderr"], "MCP_EXEC_UPSTREAMS is not set")) << r.dump();
   EXPECT_FALSE(r.contains("tool_calls")) << r.dump();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
+
+namespace mcpexec::testing {
+namespace {
+
+// Over streamable HTTP: the nested calls show in /metrics per upstream and
+// outcome, the run's own result counts them.
+class CodeModeMetricsTest : public HttpServerTest {};
+
+TEST_F(CodeModeMetricsTest, NestedCallsAreCountedPerUpstreamAndOutcome) {
+  const std::string config = WriteUpstreams({{"everything", StdioEverything(kAllow)}});
+  Start({{"MCP_EXEC_UPSTREAMS", config}});
+  const std::string sid = Initialize();
+  json req = {{"jsonrpc", "2.0"},
+              {"id", 7},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "exec"},
+                {"arguments",
+                 {{"code",
+                   "import mcp_tools\n"
+                   "for i in range(12):\n"
+                   "    mcp_tools.everything.echo(message=str(i))\n"
+                   "try:\n"
+                   "    mcp_tools.call('everything', 'get-env', {})\n"
+                   "except mcp_tools.ToolError as e:\n"
+                   "    print('refused')\n"}}}}}};
+  auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  json out = Message(r->body)["result"]["structuredContent"];
+  EXPECT_EQ(out["stdout"], "refused\n") << out.dump();
+  EXPECT_EQ(out["tool_calls"], 13);
+  EXPECT_EQ(Metric("mcp_exec_tool_calls_total{upstream=\"everything\",outcome=\"ok\"}"), 12);
+  EXPECT_EQ(Metric("mcp_exec_tool_calls_total{upstream=\"everything\",outcome=\"refused\"}"), 1);
+  EXPECT_EQ(Metric("mcp_exec_tool_calls_total{upstream=\"everything\",outcome=\"failed\"}"), 0);
+  EXPECT_EQ(Metric("mcp_exec_tool_call_duration_seconds_count{upstream=\"everything\"}"), 13);
+  unlink(config.c_str());
 }
 
 }  // namespace
