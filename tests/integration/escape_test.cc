@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,15 +43,35 @@ struct Case {
   bool upstreams = false;
 };
 
+// The channel snippets' upstream: server-everything from tests/upstreams,
+// where every posture can read it. The container postures have a /tmp of
+// their own, so a checkout under /tmp lends a copy kept in /var/tmp.
+std::string UpstreamsDir() {
+  const std::string dir = MCP_EXEC_UPSTREAMS_DIR;
+  if (dir.rfind("/tmp/", 0) != 0) return dir;
+  const std::string copy =
+      "/var/tmp/mcp-exec-escape-upstreams-" + std::to_string(std::hash<std::string>{}(dir));
+  if (access((copy + "/node_modules/.package-lock.json").c_str(), R_OK) != 0) {
+    const std::string cmd = "rm -rf '" + copy + ".part' && cp -a '" + dir + "' '" + copy +
+                            ".part' && rm -rf '" + copy + "' && mv '" + copy + ".part' '" + copy +
+                            "'";
+    EXPECT_EQ(system(cmd.c_str()), 0) << cmd;
+  }
+  return copy;
+}
+
 // The upstreams file of the channel snippets: server-everything over stdio,
-// two tools allowed. The same text every time, written whole (rename).
+// two tools allowed; one per checkout (beside the copy above), written whole.
 std::string UpstreamsFile() {
-  const std::string js = std::string(MCP_EXEC_UPSTREAMS_DIR) +
-                         "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  const std::string dir = UpstreamsDir();
+  const std::string js =
+      dir + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
   EXPECT_EQ(access(js.c_str(), R_OK), 0)
       << js << " is missing: run `npm ci` in tests/upstreams (scripts/test.sh does)";
   // Outside /tmp: the container postures have a /tmp of their own.
-  const std::string path = "/var/tmp/mcp-exec-escape-upstreams.json";
+  const std::string path = "/var/tmp/mcp-exec-escape-upstreams-" +
+                           std::to_string(std::hash<std::string>{}(MCP_EXEC_UPSTREAMS_DIR)) +
+                           ".json";
   const std::string text =
       nlohmann::json{
           {"mcpServers",
