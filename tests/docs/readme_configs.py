@@ -138,6 +138,18 @@ def check_entry(name, entry):
 
 
 text = open(README, encoding="utf-8").read()
+# A code-mode upstreams file (```json upstreams) is not a client's config: it
+# must parse and give each server either a command or an http:// url.
+for i, block in enumerate(re.findall(r"```json upstreams\n(.*?)```", text, re.S)):
+    try:
+        servers = json.loads(block)["mcpServers"]
+    except (json.JSONDecodeError, KeyError) as e:
+        check(False, f"upstreams block {i + 1} parses: {e}")
+        continue
+    for name, entry in servers.items():
+        has_command, has_url = "command" in entry, "url" in entry
+        check(has_command != has_url and (has_command or entry["url"].startswith("http://")),
+              f"upstreams block {i + 1} {name}: a command or an http:// url")
 blocks = re.findall(r"```json\n(.*?)```", text, re.S)
 check(len(blocks) >= 4, f"README has {len(blocks)} JSON blocks")
 for i, block in enumerate(blocks):
