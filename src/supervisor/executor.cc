@@ -195,7 +195,7 @@ bool Executor::RunFds::Make(const RunRequest& req) {
     return false;
   }
   // The tool channel: a stream socket pair, never a network socket. Without
-  // upstreams our end is closed at once, and the run's calls meet EOF.
+  // upstreams Execute closes our end before the run gets its own (EPIPE).
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return false;
   tools.Reset(pair[0]);
