@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/version.h"
+#include "sandbox/layers.h"
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
@@ -96,6 +97,37 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
   }
 }
 
+// Code mode: a stdio upstream is a process of the server's uid, holding its
+// secrets in its environment. Where runs keep that uid (a server that is not
+// root), see the server's processes (no pid namespace per run) and have no
+// Landlock (whose ptrace scoping keeps /proc/<pid> of every process outside
+// the run out of reach), a run could read the upstream's
+// /proc/<pid>/environ and open its pipes: such a start is refused, naming
+// the upstream. Docker's default seccomp profile on a kernel without
+// Landlock is that case. Returns "" when the upstreams are out of reach.
+std::string StdioUpstreamRefusal(const RuntimeReport& runtime,
+                                 const std::vector<upstream::Spec>& specs) {
+  if (geteuid() == 0) return "";
+  const std::string ns = "," + runtime.sandbox.value("namespaces", std::string()) + ",";
+  if (ns.find(",pid,") != std::string::npos) return "";
+  for (const sandbox::LayerStatus& layer :
+       sandbox::LayersFromJson(runtime.sandbox.value("layers", nlohmann::json::array()))) {
+    if (layer.name == "landlock" && layer.active) return "";
+  }
+  for (const upstream::Spec& spec : specs) {
+    if (!spec.stdio()) continue;
+    return "upstream '" + spec.name + "' (a stdio upstream) would run as uid " +
+           std::to_string(getuid()) +
+           ", the runs' own, where runs share the server's pid namespace and Landlock is "
+           "unavailable: a run could read its /proc/<pid>/environ (the upstream's env secrets) "
+           "and open its pipes. Give it a \"url\" (an upstream over streamable HTTP that "
+           "mcp-exec does not start), or run mcp-exec where runs get a pid namespace (user "
+           "namespaces allowed, e.g. podman's or a custom seccomp profile) or Landlock (Linux "
+           ">= 5.13 with landlock in the lsm= boot parameter); `mcp-exec doctor` shows both";
+  }
+  return "";
+}
+
 // The zygote is up: build the request path on it and serve until told to stop.
 int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   Scheduler scheduler(config.max_concurrent, config.max_queue);
@@ -115,6 +147,11 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
     std::vector<upstream::Spec> specs;
     if (!upstream::LoadSpecs(config.upstreams, &specs, &error)) {
       fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
+      return 1;
+    }
+    if (std::string why = StdioUpstreamRefusal(runtime, specs); !why.empty()) {
+      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", why.c_str());
+      log::Error("upstreams", {{"error", why}});
       return 1;
     }
     upstreams = std::make_shared<upstream::Upstreams>(std::move(specs), &metrics);

@@ -2,6 +2,8 @@
 # expect: timed_out
 # timeout: 2
 # upstreams: yes
+# posture: root container
+# skip-why: without Landlock the docker posture refuses a stdio upstream (its runs could read the upstream's /proc/<pid>/environ)
 import mcp_tools
 
 n = 0

@@ -1,6 +1,8 @@
 # escape: call through the raw channel what mcp_tools would not send: a tool outside the allow list, another upstream, arguments of the wrong shape, a non-object
 # expect: pass
 # upstreams: yes
+# posture: root container
+# skip-why: without Landlock the docker posture refuses a stdio upstream (its runs could read the upstream's /proc/<pid>/environ)
 # Every check is the supervisor's: the run's own module decides nothing.
 import json
 import os

@@ -1,6 +1,8 @@
 # escape: flood the tool channel with thousands of calls and never read the answers, to stall the supervisor or other runs
 # expect: pass
 # upstreams: yes
+# posture: root container
+# skip-why: without Landlock the docker posture refuses a stdio upstream (its runs could read the upstream's /proc/<pid>/environ)
 # The supervisor's thread for this channel blocks on its own socket until the
 # run ends; the count bound refuses calls past MCP_EXEC_MAX_TOOL_CALLS. The
 # harness then checks that the server still runs code.

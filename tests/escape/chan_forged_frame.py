@@ -1,6 +1,8 @@
 # escape: forge frames on the tool channel (not JSON, a call without a tool, a reply-shaped frame) to confuse the supervisor
 # expect: pass
 # upstreams: yes
+# posture: root container
+# skip-why: without Landlock the docker posture refuses a stdio upstream (its runs could read the upstream's /proc/<pid>/environ)
 # The supervisor answers a frame it cannot take with an error and closes the
 # channel: the run loses its tools, nothing else does.
 import json

@@ -1,6 +1,8 @@
 # escape: find and use a tool channel that is not this run's (sockets of other processes through /proc, fds inherited past the run's own)
 # expect: pass
 # upstreams: yes
+# posture: root container
+# skip-why: without Landlock the docker posture refuses a stdio upstream (its runs could read the upstream's /proc/<pid>/environ)
 import os
 import socket
 

@@ -10,8 +10,21 @@ import sys
 # inherited socket, directory or file outside the working directory is a way out. A
 # Python session's interpreter also holds the socket its next cells arrive on: allowed
 # only if nothing can be sent through it (receive-only), so it carries nothing out.
-# Every run also holds its code-mode tool channel: without upstreams (as here) the
-# supervisor closed its end before the run began, so a send meets EPIPE too.
+# Every run also holds its code-mode tool channel at fd 997: without upstreams the
+# supervisor closed its end before the run began, so a send meets EPIPE too; with
+# upstreams (the root and container postures of the host harness) it is the run's own
+# unix stream socket to the supervisor, which the chan_* snippets attack.
+TOOLS_FD = 997
+
+
+def tool_channel(fd):
+    if fd != TOOLS_FD:
+        return False
+    s = socket.socket(fileno=os.dup(fd))
+    try:
+        return s.family == socket.AF_UNIX and s.type == socket.SOCK_STREAM
+    finally:
+        s.close()
 
 
 def receive_only(fd):
@@ -39,6 +52,8 @@ for name in listing:
     mode = st.st_mode
     if stat.S_ISSOCK(mode) and receive_only(fd):
         notes.append(f"fd {fd}: {target} (receive-only socket)")
+    elif stat.S_ISSOCK(mode) and tool_channel(fd):
+        notes.append(f"fd {fd}: {target} (the run's tool channel)")
     elif stat.S_ISSOCK(mode):
         bad.append(f"fd {fd}: socket {target}")
     elif stat.S_ISDIR(mode):

@@ -6,6 +6,9 @@ import os
 import sys
 
 TOKEN = b"MCP_EXEC_AUTH_TOKEN"
+# The host harness gives its stdio upstream (server-everything, a process of the
+# server's uid) this variable in its "env": an upstream's secrets stay with it.
+UPSTREAM_SECRET = b"ESCAPE_UPSTREAM_SECRET"
 # EACCES: ptrace access check (other uid, non-dumpable, or Landlock's ptrace scoping);
 # EPERM: an LSM; ESRCH/ENOENT: the process is gone or hidden.
 DENIED = (errno.EACCES, errno.EPERM, errno.ESRCH, errno.ENOENT)
@@ -38,8 +41,9 @@ for name in os.listdir("/proc"):
             data = read(f"/proc/{name}/{leaf}")
         except OSError:
             continue
-        if TOKEN in data:
-            problems.append(f"{TOKEN.decode()} in /proc/{name}/{leaf}")
+        for secret in (TOKEN, UPSTREAM_SECRET):
+            if secret in data:
+                problems.append(f"{secret.decode()} in /proc/{name}/{leaf}")
 print(f"scanned {scanned} processes")
 if problems:
     print("ESCAPED:", "; ".join(problems))

@@ -5,6 +5,7 @@
 // snippet started may be left alive.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -73,10 +75,12 @@ std::string UpstreamsFile() {
                            std::to_string(std::hash<std::string>{}(MCP_EXEC_UPSTREAMS_DIR)) +
                            ".json";
   const std::string text =
-      nlohmann::json{
-          {"mcpServers",
-           {{"everything",
-             {{"command", "node"}, {"args", {js, "stdio"}}, {"allow", {"echo", "get-sum"}}}}}}}
+      nlohmann::json{{"mcpServers",
+                      {{"everything",
+                        {{"command", "node"},
+                         {"args", {js, "stdio"}},
+                         {"env", {{"ESCAPE_UPSTREAM_SECRET", "the-upstream-secret"}}},
+                         {"allow", {"echo", "get-sum"}}}}}}}
           .dump();
   const std::string tmp = path + "." + std::to_string(getpid());
   std::ofstream(tmp) << text;
@@ -161,6 +165,51 @@ std::vector<Param> Params() {
 
 class EscapeTest : public ::testing::TestWithParam<Param> {};
 
+// One server per posture, session mode and upstreams, kept for the snippets
+// that follow in the same process (CTest runs the suite as one process per
+// posture and mode): each snippet attacks a server that already served the
+// ones before it, as a deployed server would be, and the suite costs one
+// zygote warm-up per group instead of one per snippet. A snippet that fails
+// takes its server with it, so that the next starts clean.
+struct SharedServer {
+  std::unique_ptr<ServerProcess> s;
+  int sessions_opened = 0;  // the sessions the snippets opened on it
+};
+
+SharedServer& ServerFor(const Param& p, const Case& c) {
+  static std::map<std::string, SharedServer> servers;
+  // Where a stdio upstream may run (not the docker posture without Landlock,
+  // see CodeModePostureTest), every snippet meets one beside it: its process
+  // and its secrets are as much a target as the server's.
+  const bool upstreams = c.upstreams || p.posture != "docker";
+  const std::string key =
+      p.posture + (p.session ? "/session" : "/one-shot") + (upstreams ? "/upstreams" : "");
+  SharedServer& shared = servers[key];
+  if (shared.s && kill(shared.s->pid(), 0) != 0) shared.s.reset();
+  if (!shared.s) {
+    // Sessions end one second after their last call, so that what a
+    // snippet left in its session is gone by the checks after it.
+    // Every snippet runs with two host folders mounted (MCP_EXEC_MOUNTS), at
+    // their host paths in every posture: the fs_mount_* snippets attack
+    // them, and no other layer may be weaker for their being there.
+    std::map<std::string, std::string> env = MountEnv(p.posture);
+    if (p.session) env["MCP_EXEC_PY_SESSION_IDLE_S"] = "1";
+    if (upstreams) env["MCP_EXEC_UPSTREAMS"] = UpstreamsFile();
+    shared = SharedServer{
+        std::make_unique<ServerProcess>(env, std::vector<std::string>{}, Wrapper(p.posture)), 0};
+    shared.s->Initialize();
+  }
+  return shared;
+}
+
+int CountOf(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 // Every process a run started is gone: the zygote's children are back to
 // idle spares. A spare is one runner waiting for its run, under the init of
 // its own pid namespace where runs have one: no deeper process exists.
@@ -194,16 +243,15 @@ TEST_P(EscapeTest, Snippet) {
   if (p.posture != "root" && access("/usr/bin/setpriv", X_OK) != 0) {
     GTEST_SKIP() << "setpriv (util-linux) is not installed";
   }
-  // Sessions end one second after their last call, so that what a snippet
-  // left in its session is gone by the check below.
-  // Every snippet runs with two host folders mounted (MCP_EXEC_MOUNTS), at
-  // their host paths in every posture: the fs_mount_* snippets attack them,
-  // and no other layer may be weaker for their being there.
-  std::map<std::string, std::string> env = MountEnv(p.posture);
-  if (p.session) env["MCP_EXEC_PY_SESSION_IDLE_S"] = "1";
-  if (c.upstreams) env["MCP_EXEC_UPSTREAMS"] = UpstreamsFile();
-  ServerProcess s(env, {}, Wrapper(p.posture));
-  s.Initialize();
+  SharedServer& shared = ServerFor(p, c);
+  ServerProcess& s = *shared.s;
+  // Whatever the snippet leaves failing, the next one gets a server of its own.
+  struct DropOnFailure {
+    SharedServer& shared;
+    ~DropOnFailure() {
+      if (::testing::Test::HasFailure()) shared.s.reset();
+    }
+  } drop{shared};
   std::set<std::string> distinct_lines;
   for (int run = 0; run < c.runs; ++run) {
     json args = {{"code", c.code}, {"timeout_s", c.timeout_s}};
@@ -214,16 +262,11 @@ TEST_P(EscapeTest, Snippet) {
       // nothing behind), the snippet as its second cell, so that the layers
       // are shown to hold after code already ran there.
       auto ended = [&] {
-        std::string log = s.Stderr();
-        int n = 0;
-        for (size_t at = log.find("\"event\":\"py_session_end\""); at != std::string::npos;
-             at = log.find("\"event\":\"py_session_end\"", at + 1)) {
-          ++n;
-        }
-        return n >= run;
+        return CountOf(s.Stderr(), "\"event\":\"py_session_end\"") >= shared.sessions_opened;
       };
       ASSERT_TRUE(WaitUntil(ended, 10000)) << "the session of run " << run << " did not end";
-      args["session"] = "escape-" + std::to_string(run);
+      args["session"] = "escape-" + c.name + "-" + std::to_string(run);
+      ++shared.sessions_opened;
       json first = s.Call({{"code", "first_cell = True"}, {"session", args["session"]}});
       ASSERT_EQ(first["structuredContent"].value("session_new", false), true) << first.dump();
     }
@@ -277,6 +320,25 @@ TEST_P(EscapeTest, Snippet) {
   EXPECT_EQ(s.Exec("print('still here')")["stdout"], "still here\n");
 }
 
+// The run directories in the host's /tmp: "mcp-exec-XXXXXX/run-YYYYYY".
+std::set<std::string> HostRunDirs() {
+  std::set<std::string> out;
+  if (DIR* top = opendir("/tmp")) {
+    while (dirent* e = readdir(top)) {
+      const std::string name = e->d_name;
+      if (name.rfind("mcp-exec-", 0) != 0) continue;
+      if (DIR* d = opendir(("/tmp/" + name).c_str())) {
+        while (dirent* r = readdir(d)) {
+          if (std::string(r->d_name).rfind("run-", 0) == 0) out.insert(name + "/" + r->d_name);
+        }
+        closedir(d);
+      }
+    }
+    closedir(top);
+  }
+  return out;
+}
+
 // Issue 19, point 15: the recursive removal of a run's directory stopped at
 // depth 4096: in the posture without namespaces a tree 5,000 deep survived
 // the run's cleanup (on the container's /tmp, memory on a tmpfs), run after
@@ -287,6 +349,7 @@ TEST(CleanupTest, ATreeDeeperThanAnyRecursionBoundGoesWithItsRun) {
     GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
+    const std::set<std::string> before = HostRunDirs();
     ServerProcess s({}, {}, Wrapper(posture));
     s.Initialize();
     json out = s.Exec(R"(
@@ -303,6 +366,9 @@ print("deep")
     ASSERT_EQ(out["stdout"], "deep\n") << out.dump();
     // The server's own folder, /tmp/mcp-exec-XXXXXX, holds a directory per
     // live run: none once the run's cleanup (just after its answer) is done.
+    // In the root posture that /tmp is the host's, where a server killed
+    // before its cleanup (a chaos test's) may have left a folder: those
+    // that were there before this server started are not its own.
     const std::string tmp = "/proc/" + std::to_string(s.pid()) + "/root/tmp";
     auto runs_left = [&] {
       size_t n = 0;
@@ -311,7 +377,10 @@ print("deep")
           std::string name = e->d_name;
           if (name.rfind("mcp-exec-", 0) != 0 || name.rfind("mcp-exec-cache-", 0) == 0) continue;
           if (DIR* d = opendir((tmp + "/" + name).c_str())) {
-            while (dirent* r = readdir(d)) n += std::string(r->d_name).rfind("run-", 0) == 0;
+            while (dirent* r = readdir(d)) {
+              n += std::string(r->d_name).rfind("run-", 0) == 0 &&
+                   before.count(name + "/" + r->d_name) == 0;
+            }
             closedir(d);
           }
         }
@@ -405,6 +474,43 @@ TEST(RunBoundTest, ChildrenAOneShotRunHoldsCannotStarveOtherRuns) {
     EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000))
         << "the held children outlived their run";
   }
+}
+
+// Code mode, found by the escape suite once its snippets shared a server with
+// an upstream: in the docker posture runs keep the server's uid and see its
+// processes, so without Landlock a run listed the stdio upstream's
+// /proc/<pid>/fd (and could read its environ, the upstream's secrets). Such
+// a start is refused, naming the upstream; an HTTP upstream is not a process
+// of the server's and stays allowed.
+TEST(CodeModePostureTest, AStdioUpstreamRunsCouldReadIsRefusedAtStart) {
+  if (auto why = PosturesMissing("the postures need root")) GTEST_SKIP() << *why;
+  {
+    ServerProcess probe({}, {}, Wrapper("docker"));
+    probe.Initialize();
+    ASSERT_TRUE(probe.StderrHas("\"event\":\"sandbox\"")) << probe.Stderr();
+    bool landlock = false;
+    std::istringstream lines(probe.Stderr());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("\"event\":\"sandbox\"") == std::string::npos) continue;
+      for (const json& layer : json::parse(line).value("layers", json::array())) {
+        landlock =
+            landlock || (layer.value("name", "") == "landlock" && layer.value("active", false));
+      }
+    }
+    if (landlock) {
+      GTEST_SKIP() << "Landlock is active in the docker posture here: its ptrace scoping keeps "
+                      "the upstream out of the runs' reach, and the start is allowed";
+    }
+  }
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", UpstreamsFile()}}, {}, Wrapper("docker"));
+  EXPECT_EQ(s.Wait(60000), 1);
+  const std::string err = s.Stderr();
+  EXPECT_NE(err.find("MCP_EXEC_UPSTREAMS: upstream 'everything' (a stdio upstream) would run as "
+                     "uid "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("/proc/<pid>/environ"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"url\""), std::string::npos) << err;
 }
 
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
