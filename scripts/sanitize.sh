@@ -22,9 +22,17 @@ tests_bin=$BUILD_DIR/tests/integration_tests
 
 say "Building the ASan + UBSan server into $ASAN_BUILD_DIR"
 start=$SECONDS
-cmake -S "$ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCP_EXEC_SANITIZE=ON \
-  -DBUILD_TESTING=OFF -DMCP_EXEC_SANITIZER_REPORTS="$reports" >/dev/null
-cmake --build "$ASAN_BUILD_DIR" --target mcp-exec -j "$(nproc)" >/dev/null
+# -O1 -g1, as AddressSanitizer's own docs build: half the compile time of
+# -O2 -g (6 minutes instead of 12 here), and reports keep their file:line.
+build_log=$ASAN_BUILD_DIR.log
+if ! { cmake -S "$ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DMCP_EXEC_SANITIZE=ON \
+         -DBUILD_TESTING=OFF -DMCP_EXEC_SANITIZER_REPORTS="$reports" &&
+       cmake --build "$ASAN_BUILD_DIR" --target mcp-exec -j "$(nproc)"; } >"$build_log" 2>&1; then
+  tail -40 "$build_log" >&2
+  echo "sanitize.sh: the ASan build failed (log: $build_log)" >&2
+  exit 1
+fi
 say "Built in $((SECONDS - start)) s"
 
 rm -rf "$reports"
