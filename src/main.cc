@@ -14,7 +14,6 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/version.h"
-#include "sandbox/layers.h"
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
@@ -98,22 +97,13 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
 }
 
 // Code mode: a stdio upstream is a process of the server's uid, holding its
-// secrets in its environment. Where runs keep that uid (a server that is not
-// root), see the server's processes (no pid namespace per run) and have no
-// Landlock (whose ptrace scoping keeps /proc/<pid> of every process outside
-// the run out of reach), a run could read the upstream's
-// /proc/<pid>/environ and open its pipes: such a start is refused, naming
-// the upstream. Docker's default seccomp profile on a kernel without
-// Landlock is that case. Returns "" when the upstreams are out of reach.
+// secrets in its environment. Where runs could read such a process
+// (RunsReachServerProcesses: Docker's default seccomp profile on a kernel
+// without Landlock), a start with one is refused, naming it. Returns ""
+// when the upstreams are out of the runs' reach.
 std::string StdioUpstreamRefusal(const RuntimeReport& runtime,
                                  const std::vector<upstream::Spec>& specs) {
-  if (geteuid() == 0) return "";
-  const std::string ns = "," + runtime.sandbox.value("namespaces", std::string()) + ",";
-  if (ns.find(",pid,") != std::string::npos) return "";
-  for (const sandbox::LayerStatus& layer :
-       sandbox::LayersFromJson(runtime.sandbox.value("layers", nlohmann::json::array()))) {
-    if (layer.name == "landlock" && layer.active) return "";
-  }
+  if (!RunsReachServerProcesses(runtime)) return "";
   for (const upstream::Spec& spec : specs) {
     if (!spec.stdio()) continue;
     return "upstream '" + spec.name + "' (a stdio upstream) would run as uid " +

@@ -24,6 +24,17 @@ std::string SandboxRefusal(const RuntimeReport& report) {
   return "";
 }
 
+bool RunsReachServerProcesses(const RuntimeReport& report) {
+  if (geteuid() == 0) return false;
+  const std::string ns = "," + report.sandbox.value("namespaces", std::string()) + ",";
+  if (ns.find(",pid,") != std::string::npos) return false;
+  for (const sandbox::LayerStatus& layer :
+       sandbox::LayersFromJson(report.sandbox.value("layers", json::array()))) {
+    if (layer.name == "landlock" && layer.active) return false;
+  }
+  return true;
+}
+
 namespace {
 
 // The seccomp rules that look at arguments, from the same table the filter

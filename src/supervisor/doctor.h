@@ -16,6 +16,11 @@ int RunDoctor(const Config& config, bool json_output);
 // The verdict for a zygote report: "" when every required layer holds, else
 // the refusal.
 std::string SandboxRefusal(const RuntimeReport& report);
+// Whether a run could read the /proc/<pid> entries (environ, fd links) of
+// another process of the server's uid: runs keep that uid (the server is not
+// root), share its pid namespace and have no Landlock (whose ptrace scoping
+// would refuse them).
+bool RunsReachServerProcesses(const RuntimeReport& report);
 std::string DoctorText(const RuntimeReport& report, const Config& config);
 // The limits a run and a Python session get, as doctor and the start log
 // state them.

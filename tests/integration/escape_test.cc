@@ -320,14 +320,15 @@ TEST_P(EscapeTest, Snippet) {
   EXPECT_EQ(s.Exec("print('still here')")["stdout"], "still here\n");
 }
 
-// The run directories in the host's /tmp: "mcp-exec-XXXXXX/run-YYYYYY".
-std::set<std::string> HostRunDirs() {
+// The run directories below a /tmp: "mcp-exec-XXXXXX/run-YYYYYY" (the
+// servers' folders, not their caches).
+std::set<std::string> RunDirs(const std::string& tmp) {
   std::set<std::string> out;
-  if (DIR* top = opendir("/tmp")) {
+  if (DIR* top = opendir(tmp.c_str())) {
     while (dirent* e = readdir(top)) {
       const std::string name = e->d_name;
-      if (name.rfind("mcp-exec-", 0) != 0) continue;
-      if (DIR* d = opendir(("/tmp/" + name).c_str())) {
+      if (name.rfind("mcp-exec-", 0) != 0 || name.rfind("mcp-exec-cache-", 0) == 0) continue;
+      if (DIR* d = opendir((tmp + "/" + name).c_str())) {
         while (dirent* r = readdir(d)) {
           if (std::string(r->d_name).rfind("run-", 0) == 0) out.insert(name + "/" + r->d_name);
         }
@@ -349,7 +350,7 @@ TEST(CleanupTest, ATreeDeeperThanAnyRecursionBoundGoesWithItsRun) {
     GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
-    const std::set<std::string> before = HostRunDirs();
+    const std::set<std::string> before = RunDirs("/tmp");
     ServerProcess s({}, {}, Wrapper(posture));
     s.Initialize();
     json out = s.Exec(R"(
@@ -372,20 +373,7 @@ print("deep")
     const std::string tmp = "/proc/" + std::to_string(s.pid()) + "/root/tmp";
     auto runs_left = [&] {
       size_t n = 0;
-      if (DIR* top = opendir(tmp.c_str())) {
-        while (dirent* e = readdir(top)) {
-          std::string name = e->d_name;
-          if (name.rfind("mcp-exec-", 0) != 0 || name.rfind("mcp-exec-cache-", 0) == 0) continue;
-          if (DIR* d = opendir((tmp + "/" + name).c_str())) {
-            while (dirent* r = readdir(d)) {
-              n += std::string(r->d_name).rfind("run-", 0) == 0 &&
-                   before.count(name + "/" + r->d_name) == 0;
-            }
-            closedir(d);
-          }
-        }
-        closedir(top);
-      }
+      for (const std::string& dir : RunDirs(tmp)) n += before.count(dir) == 0;
       return n;
     };
     EXPECT_TRUE(WaitUntil([&] { return runs_left() == 0; }, 20000))
