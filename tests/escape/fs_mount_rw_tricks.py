@@ -11,7 +11,7 @@ import socket
 import stat
 import subprocess
 
-mine = f"{RESULTS}/tricks-{os.getpid()}"
+mine = f"{RESULTS}/tricks-{os.urandom(6).hex()}"  # pids repeat across pid namespaces
 os.mkdir(mine)
 
 with open(f"{mine}/plain.txt", "w") as f:

@@ -9,7 +9,7 @@ RESULTS = "/var/tmp/mcp-exec-test-mounts/results"
 df = pd.read_csv(f"{DATA}/rain.csv")
 assert len(df) == 2000 and list(df.columns) == ["city", "year", "rain_mm"], df.shape
 summary = df.groupby("city")["rain_mm"].sum()
-out = f"{RESULTS}/summary-{os.getpid()}.csv"
+out = f"{RESULTS}/summary-{os.urandom(6).hex()}.csv"  # pids repeat across pid namespaces
 summary.to_csv(out)
 back = pd.read_csv(out)
 assert len(back) == 40, back.shape

@@ -46,9 +46,14 @@ inline void WriteFile(const std::string& path, const std::string& text) {
   rename(tmp.c_str(), path.c_str());
 }
 
+// Atomic, as WriteFile: a run of another test process reading the link at
+// that moment finds the old one or the new one, never none.
 inline void Relink(const std::string& target, const std::string& link) {
-  unlink(link.c_str());
-  if (symlink(target.c_str(), link.c_str()) != 0) perror(link.c_str());
+  std::string tmp = link + ".tmp" + std::to_string(getpid());
+  unlink(tmp.c_str());
+  if (symlink(target.c_str(), tmp.c_str()) != 0 || rename(tmp.c_str(), link.c_str()) != 0) {
+    perror(link.c_str());
+  }
 }
 
 // Idempotent: every test that mounts calls it first.
