@@ -3,8 +3,11 @@
 # first over its checked-in regression inputs, then for SECONDS on a scratch
 # copy of its seed corpus. One summary line per target; non-zero exit if any
 # failed. See --help and tests/fuzz/README.md.
-set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# The targets build in the sanitizer tree (lib.sh): after the sanitizer leg,
+# only their own files are left to compile. What fuzzing leaves (logs,
+# findings, scratch corpora) goes to build-fuzz/.
+TREE=$ASAN_BUILD_DIR
 BUILD=$ROOT/build-fuzz
 FUZZ_DIR=$ROOT/tests/fuzz
 
@@ -20,8 +23,9 @@ usage() {
   cat <<EOF
 Usage: scripts/fuzz.sh SECONDS [TARGET...]
 
-Builds the libFuzzer targets of tests/fuzz with clang++ in build-fuzz/
-(-DMCP_EXEC_FUZZ=ON, RelWithDebInfo; -fsanitize=fuzzer,address,undefined,
+Builds the libFuzzer targets of tests/fuzz with clang++ in the sanitizer
+tree, build-asan/ or ASAN_BUILD_DIR (the one scripts/sanitize.sh builds the
+server in: -DMCP_EXEC_FUZZ=ON, -O1 -g1; -fsanitize=fuzzer,address,undefined,
 every report fatal), then for each TARGET (default: all), one at a time:
   1. runs it once over each input in tests/fuzz/regressions/TARGET/ (all
      must pass);
@@ -75,12 +79,10 @@ RSS_LIMIT=${FUZZ_RSS_LIMIT_MB:-2048}
 mkdir -p "$BUILD/logs"
 
 build_log=$BUILD/logs/build.log
-echo "fuzz: building ${targets[*]} in build-fuzz (log: $build_log)"
+echo "fuzz: building ${targets[*]} in ${TREE#"$ROOT"/} (log: $build_log)"
 build_start=$(date +%s)
 if ! {
-  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DMCP_EXEC_FUZZ=ON \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF &&
-    cmake --build "$BUILD" --target "${targets[@]}" -j "$JOBS"
+  configure_sanitizer_tree && cmake --build "$TREE" --target "${targets[@]}" -j "$JOBS"
 } >"$build_log" 2>&1; then
   tail -n 30 "$build_log" >&2
   echo "fuzz: the build failed (see $build_log)" >&2
@@ -97,7 +99,7 @@ fi
 
 failed=0
 for t in "${targets[@]}"; do
-  bin=$BUILD/tests/fuzz/$t
+  bin=$TREE/tests/fuzz/$t
   log=$BUILD/logs/$t.log
   findings=$BUILD/findings/$t
   scratch=$BUILD/scratch/$t

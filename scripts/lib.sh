@@ -1,4 +1,5 @@
-# Shared by setup.sh and test.sh.
+# shellcheck shell=bash
+# Shared by setup.sh, test.sh, sanitize.sh and fuzz.sh.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -41,4 +42,18 @@ build() {
   say "Building into $BUILD_DIR"
   cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD_DIR" -j "$(nproc)"
+}
+
+# The sanitizer tree (build-asan/, or ASAN_BUILD_DIR): clang, AddressSanitizer
+# and UndefinedBehaviorSanitizer (every report fatal), at -O1 -g1 as the
+# sanitizers' own docs build (reports keep their file:line). It holds both
+# the server of the sanitizer leg (sanitize.sh) and the libFuzzer targets
+# (fuzz.sh), whose libraries also carry the fuzzer's coverage hooks (no-ops
+# in the server): configured the same way by both, the second builds only
+# its own few files instead of the whole tree again.
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$ROOT/build-asan}
+configure_sanitizer_tree() {
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DMCP_EXEC_SANITIZE=ON -DMCP_EXEC_FUZZ=ON \
+    -DBUILD_TESTING=OFF -DMCP_EXEC_SANITIZER_REPORTS="$ASAN_BUILD_DIR/sanitizer-reports"
 }

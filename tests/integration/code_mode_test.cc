@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -395,14 +396,23 @@ TEST(CodeModeRestartTest, AStdioUpstreamThatDiesIsStartedAgain) {
   s.Initialize();
   EXPECT_EQ(s.Exec("import mcp_tools\nprint(mcp_tools.everything.echo(message='1'))")["stdout"],
             "Echo: 1\n");
-  std::vector<pid_t> upstreams = PidsWithCmdlineContaining(EverythingJs());
+  // This server's upstream: another test process may run one of its own.
+  auto upstreams_of_server = [&] {
+    std::vector<pid_t> mine;
+    const std::vector<pid_t> children = ChildrenOf(s.pid(), false);
+    for (pid_t p : PidsWithCmdlineContaining(EverythingJs())) {
+      if (std::find(children.begin(), children.end(), p) != children.end()) mine.push_back(p);
+    }
+    return mine;
+  };
+  std::vector<pid_t> upstreams = upstreams_of_server();
   ASSERT_EQ(upstreams.size(), 1u);
   kill(upstreams[0], SIGKILL);
   ASSERT_TRUE(WaitUntil([&] { return !ProcessExists(upstreams[0]); }, 10000));
   usleep(200 * 1000);  // its stdout's EOF reaches the client's reader
   json r = s.Exec("import mcp_tools\nprint(mcp_tools.everything.echo(message='2'))");
   EXPECT_EQ(r["stdout"], "Echo: 2\n") << r.dump();
-  EXPECT_EQ(PidsWithCmdlineContaining(EverythingJs()).size(), 1u);
+  EXPECT_EQ(upstreams_of_server().size(), 1u);
   unlink(config.c_str());
 }
 
