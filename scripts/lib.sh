@@ -53,6 +53,12 @@ build() {
 # its own few files instead of the whole tree again.
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-$ROOT/build-asan}
 configure_sanitizer_tree() {
+  local cache=$ASAN_BUILD_DIR/CMakeCache.txt
+  # A tree configured by gcc (as build-asan/ was before): CMake keeps the
+  # compiler of its cache, so that cache goes and the tree is made anew.
+  if [[ -f $cache ]] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' "$cache"; then
+    rm -rf "$cache" "$ASAN_BUILD_DIR/CMakeFiles"
+  fi
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DMCP_EXEC_SANITIZE=ON -DMCP_EXEC_FUZZ=ON \
     -DBUILD_TESTING=OFF -DMCP_EXEC_SANITIZER_REPORTS="$ASAN_BUILD_DIR/sanitizer-reports"
