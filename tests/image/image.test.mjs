@@ -177,9 +177,18 @@ describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) in the READM
       '    print("stopped after", n, "children:", e.strerror)',
     ].join('\n');
     const { out } = ok(await call(conn.client, { code, timeout_s: 20 }));
-    assert.match(out.stdout, /stopped after \d+ children/, brief(out));
-    const n = Number(out.stdout.match(/after (\d+)/)[1]);
-    assert.ok(n < 128, `fewer children than --pids-limit 128: ${n}`);
+    // Two correct mechanisms race here, and either may win: the bomb stops
+    // itself when fork fails at the process limit, or the zygote's watch
+    // (once a second, while the session of the test above lives beside it)
+    // ends the run for holding more than its share (reason processes). The
+    // invariant is the bound, and the next call answered.
+    if (out.reason === 'processes') {
+      assert.equal(out.exit_code, -1, brief(out));
+    } else {
+      assert.match(out.stdout, /stopped after \d+ children/, brief(out));
+      const n = Number(out.stdout.match(/after (\d+)/)[1]);
+      assert.ok(n < 128, `fewer children than --pids-limit 128: ${n}`);
+    }
     const again = ok(await call(conn.client, { code: 'print("alive")' })).out;
     assert.equal(again.stdout, 'alive\n');
   });

@@ -136,7 +136,16 @@ for _ in range(44):
 print("44 left unreaped")
 )",
                      {{"session", "zombies"}});
-  ASSERT_EQ(held["stdout"], "44 left unreaped\n") << held.dump();
+  // The cell may print and return before the zygote's count sees its
+  // zombies, or the count may end the session while it still forks (a slow
+  // day's forks take longer than the count's second): both are the bound
+  // holding, and an ended session is told why.
+  if (held["stdout"] != "44 left unreaped\n") {
+    ASSERT_TRUE(held.contains("session_ended")) << held.dump();
+    EXPECT_NE(held["session_ended"].get<std::string>().find("held more than half"),
+              std::string::npos)
+        << held.dump();
+  }
   json r = ForkInARun(s, 30);
   EXPECT_EQ(r["stdout"], "30 forked\n") << r.dump();
   EXPECT_EQ(s.Exec("print(1)", {{"session", "zombies"}})["session_new"], true);
