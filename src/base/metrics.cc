@@ -1,9 +1,15 @@
 #include "base/metrics.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 
 namespace mcpexec {
+
+namespace {
+// The label of nested calls to a server no configuration names.
+const std::string kUnknownUpstream = "unknown";
+}  // namespace
 
 void Metrics::Histogram::Observe(double v) {
   for (size_t i = 0; i < kBuckets.size(); ++i) {
@@ -160,14 +166,14 @@ void Metrics::RenderToolCalls(std::ostream& o) const {
     for (const auto& [upstream, h] : tool_call_duration_) {
       for (const char* outcome : kToolCallOutcomes) {
         auto it = tool_calls_.find({upstream, outcome});
-        o << "mcp_exec_tool_calls_total{upstream=\"" << upstream << "\",outcome=\"" << outcome
-          << "\"} " << (it == tool_calls_.end() ? 0 : it->second) << "\n";
+        o << "mcp_exec_tool_calls_total{upstream=\"" << EscapeLabel(upstream) << "\",outcome=\""
+          << outcome << "\"} " << (it == tool_calls_.end() ? 0 : it->second) << "\n";
       }
     }
     o << "# HELP mcp_exec_tool_call_duration_seconds Nested tool calls' round trip through "
          "mcp-exec, by upstream.\n# TYPE mcp_exec_tool_call_duration_seconds histogram\n";
     for (const auto& [upstream, h] : tool_call_duration_) {
-      const std::string label = "upstream=\"" + upstream + "\"";
+      const std::string label = "upstream=\"" + EscapeLabel(upstream) + "\"";
       for (size_t i = 0; i < kBuckets.size(); ++i) {  // Observe counts cumulatively
         o << "mcp_exec_tool_call_duration_seconds_bucket{" << label << ",le=\"" << kBuckets[i]
           << "\"} " << h.counts[i] << "\n";
@@ -175,6 +181,13 @@ void Metrics::RenderToolCalls(std::ostream& o) const {
       o << "mcp_exec_tool_call_duration_seconds_bucket{" << label << ",le=\"+Inf\"} " << h.count
         << "\nmcp_exec_tool_call_duration_seconds_sum{" << label << "} " << h.sum
         << "\nmcp_exec_tool_call_duration_seconds_count{" << label << "} " << h.count << "\n";
+    }
+    o << "# HELP mcp_exec_tool_frames_refused_total Frames of runs' tool channels refused before "
+         "they were calls, by why.\n# TYPE mcp_exec_tool_frames_refused_total counter\n";
+    for (const char* why : kToolFrameRefusals) {
+      auto it = tool_frames_refused_.find(why);
+      o << "mcp_exec_tool_frames_refused_total{why=\"" << why << "\"} "
+        << (it == tool_frames_refused_.end() ? 0 : it->second) << "\n";
     }
   }
 }
@@ -185,13 +198,46 @@ const std::array<const char*, 5> Metrics::kToolCallOutcomes = {"ok", "tool_error
 void Metrics::RecordToolCall(const std::string& upstream, const std::string& outcome,
                              double duration_s) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++tool_calls_[{upstream, outcome}];
-  tool_call_duration_[upstream].Observe(duration_s);
+  if (tool_call_duration_.empty()) return;  // no upstreams: no series
+  const bool known = upstream != "unknown" && tool_call_duration_.count(upstream) > 0;
+  const std::string& label = known ? upstream : kUnknownUpstream;
+  const bool known_outcome = std::find(kToolCallOutcomes.begin(), kToolCallOutcomes.end(),
+                                       outcome) != kToolCallOutcomes.end();
+  ++tool_calls_[{label, known_outcome ? outcome : "refused"}];
+  tool_call_duration_[label].Observe(duration_s);
 }
 
 void Metrics::DeclareUpstreams(const std::vector<std::string>& names) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& n : names) tool_call_duration_[n];
+  if (!names.empty()) tool_call_duration_[kUnknownUpstream];
+}
+
+const std::array<const char*, 4> Metrics::kToolFrameRefusals = {
+    "oversized frame", "malformed frame", "too deep", "channel budget spent"};
+
+void Metrics::RecordToolFrameRefused(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const char* known : kToolFrameRefusals) {
+    if (why == known) ++tool_frames_refused_[known];
+  }
+}
+
+std::string Metrics::EscapeLabel(const std::string& value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char ch : value) {
+    if (ch == '\\') {
+      out += "\\\\";
+    } else if (ch == '"') {
+      out += "\\\"";
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
 void Metrics::RecordHttpRefused(int status) {

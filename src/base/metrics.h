@@ -42,9 +42,18 @@ class Metrics {
   // outcome: ok, tool_error (the tool said isError), refused (not allowed,
   // bad arguments, past a bound), failed (the upstream did not answer),
   // too_large (past MCP_EXEC_MAX_TOOL_RESULT_BYTES).
+  // An upstream name that was not declared (a run may send any) is counted
+  // as "unknown": labels come only from the configuration.
   void RecordToolCall(const std::string& upstream, const std::string& outcome, double duration_s);
   // Upstreams known at start: their counters show from the first scrape.
   void DeclareUpstreams(const std::vector<std::string>& names);
+  // A frame of a run's tool channel refused before it was a call, by why
+  // (one of kToolFrameRefusals: oversized, malformed, too deep, or past the
+  // channel's budget).
+  void RecordToolFrameRefused(const std::string& why);
+  static const std::array<const char*, 4> kToolFrameRefusals;
+  // A label's value as the text format writes it: \, " and newline escaped.
+  static std::string EscapeLabel(const std::string& value);
   static const std::array<const char*, 5> kToolCallOutcomes;
 
   struct Gauges {
@@ -71,7 +80,8 @@ class Metrics {
   std::map<std::string, uint64_t> py_session_ends_;
   std::map<std::string, uint64_t> session_evictions_, session_refusals_;
   std::map<std::pair<std::string, std::string>, uint64_t> tool_calls_;  // (upstream, outcome)
-  std::map<std::string, Histogram> tool_call_duration_;
+  std::map<std::string, Histogram> tool_call_duration_;  // declared upstreams and "unknown"
+  std::map<std::string, uint64_t> tool_frames_refused_;
   Histogram duration_, queue_;
 };
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "base/bounded_json.h"
 #include "base/cancel.h"
 #include "base/log.h"
 #include "protocol/stateless.h"
@@ -69,14 +70,21 @@ int64_t McpSession::in_flight() const {
 }
 
 void McpSession::HandleText(const std::string& text) {
-  json msg;
-  try {
-    msg = json::parse(text);
-  } catch (const json::exception& e) {
-    send_(jsonrpc::Error(nullptr, jsonrpc::kParseError, std::string("parse error: ") + e.what()));
+  bounded_json::Parsed parsed = bounded_json::Parse(text);
+  if (!parsed.ok()) {
+    // Too deep: refused before a value is built, answered with the id when
+    // the top level has one (JSON-RPC's invalid request); not JSON at all:
+    // a parse error, id null.
+    if (parsed.too_deep) {
+      send_(jsonrpc::Error(bounded_json::TopLevelId(text), jsonrpc::kInvalidRequest, parsed.error));
+    } else {
+      send_(jsonrpc::Error(nullptr, jsonrpc::kParseError, parsed.error));
+    }
+    log::Warn("message_refused",
+              {{"why", parsed.too_deep ? "too deep" : "not JSON"}, {"bytes", text.size()}});
     return;
   }
-  Handle(msg);
+  Handle(parsed.value);
 }
 
 void McpSession::Handle(const json& msg) {

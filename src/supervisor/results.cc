@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "base/bounded_json.h"
 #include "base/fs_util.h"
 #include "base/utf8.h"
 #include "process/wire.h"
@@ -131,7 +132,7 @@ void ResultsReader::StartBody() {
   part_ = Part::kBody;
   body_seen_ = 0;
   body_ = Body::kDrop;
-  json header = head_len_ <= kMaxHeaderBytes ? json::parse(head_, nullptr, false) : json();
+  json header = head_len_ <= kMaxHeaderBytes ? bounded_json::Parse(head_).value : json();
   if (header.is_object() && StrOf(header, "kind") == "file" && BoolOf(header, "link")) {
     // An out/ file too big to embed: into the store as it comes, if there
     // is room for it among the run's links.
@@ -241,8 +242,7 @@ void ResultsReader::Finish(RunOutcome* out) {
     if (buf_.size() - pos - 8 < hlen + blen) break;
     const size_t head_at = pos + 8, body_at = head_at + hlen;
     pos = body_at + blen;
-    json header = json::parse(buf_.begin() + static_cast<std::ptrdiff_t>(head_at),
-                              buf_.begin() + static_cast<std::ptrdiff_t>(body_at), nullptr, false);
+    json header = bounded_json::Parse(std::string_view(buf_).substr(head_at, hlen)).value;
     if (!header.is_object()) continue;
     Take(StrOf(header, "kind"), header, buf_.substr(body_at, blen), out, &out_bytes);
   }

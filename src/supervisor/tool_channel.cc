@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/bounded_json.h"
 #include "base/log.h"
 
 namespace mcpexec {
@@ -33,6 +34,7 @@ struct ToolChannel::State {
   ToolChannelLimits limits;
   Metrics* metrics = nullptr;
   std::atomic<int64_t> calls{0};
+  int64_t frames = 0, bytes_read = 0;  // the reading thread's own
   std::atomic<bool> stopped{false};
 
   // Reads exactly n bytes, or false (EOF, error, stop).
@@ -85,15 +87,17 @@ struct ToolChannel::State {
     auto refuse = [&](const std::string& kind, const std::string& error) {
       return nlohmann::json{{"id", id}, {"ok", false}, {"kind", kind}, {"error", error}};
     };
-    const std::string op = req["op"].get<std::string>();
+    const std::string& op = req["op"].get_ref<const std::string&>();
     if (op == "list") return {{"id", id}, {"ok", true}, {"value", gateway->Catalog()}};
-    if (op != "call") return refuse("refused", "unknown op '" + op + "'");
+    if (op != "call") return refuse("refused", "unknown op (\"list\" or \"call\")");
     if (!req.contains("server") || !req["server"].is_string() || !req.contains("tool") ||
         !req["tool"].is_string()) {
       return refuse("refused", "a call needs \"server\" and \"tool\" as strings");
     }
-    const std::string server = req["server"].get<std::string>();
+    const std::string& server = req["server"].get_ref<const std::string&>();
     if (calls.load() >= limits.max_calls) {
+      // Counted under its upstream only when that is a configured one: a
+      // label never holds what the run chose (Metrics::RecordToolCall).
       if (metrics) metrics->RecordToolCall(server, "refused", 0);
       return refuse("limit", "this call has made its " + std::to_string(limits.max_calls) +
                                  " nested tool calls, the most MCP_EXEC_MAX_TOOL_CALLS allows "
@@ -104,40 +108,69 @@ struct ToolChannel::State {
       return refuse("limit", "the run's timeout has passed; no more tool calls in this run");
     }
     ++calls;
-    ToolAnswer a = gateway->Call(server, req["tool"].get<std::string>(),
-                                 req.value("arguments", nlohmann::json::object()), deadline,
+    auto args = req.find("arguments");
+    ToolAnswer a = gateway->Call(server, req["tool"].get_ref<const std::string&>(),
+                                 args == req.end() ? nlohmann::json::object() : *args, deadline,
                                  limits.max_result_bytes);
     if (!a.ok) return refuse("tool", a.error);
     return {{"id", id}, {"ok", true}, {"value", std::move(a.value)}};
   }
 
+  // Ends the channel with one last frame saying why (id null: no call of
+  // the run's is answered by it).
+  void Close(const std::string& why, const char* log_why, int64_t bytes) {
+    WriteFrame({{"id", nullptr}, {"ok", false}, {"kind", "refused"}, {"error", why}});
+    if (metrics) metrics->RecordToolFrameRefused(log_why);
+    log::Warn("tool_channel", {{"why", log_why}, {"bytes", bytes}, {"frames", frames}});
+  }
+
   void Serve() {
     const int64_t max_frame = ToolChannel::MaxRequestBytes(limits);
+    const int64_t max_frames = ToolChannel::MaxFrames(limits);
+    const int64_t max_bytes = ToolChannel::MaxChannelBytes(limits);
     for (;;) {
       unsigned char head[4];
       if (!ReadFull(reinterpret_cast<char*>(head), 4)) return;
       const uint32_t n = head[0] | (head[1] << 8) | (head[2] << 16) | (uint32_t{head[3]} << 24);
       if (n > max_frame) {
-        WriteFrame({{"id", nullptr},
-                    {"ok", false},
-                    {"kind", "refused"},
-                    {"error", "a frame of " + std::to_string(n) + " bytes is more than the " +
-                                  std::to_string(max_frame) +
-                                  " a call's arguments may have; the channel is closed"}});
-        log::Warn("tool_channel", {{"why", "oversized frame"}, {"bytes", n}});
-        return;
+        return Close("a frame of " + std::to_string(n) + " bytes is more than the " +
+                         std::to_string(max_frame) +
+                         " a call's arguments may have; the channel is closed",
+                     "oversized frame", n);
+      }
+      // Every frame counts, lists and refused calls too: a run cannot keep
+      // the supervisor busy past these bounds.
+      if (++frames > max_frames || (bytes_read += n) > max_bytes) {
+        return Close("this run has sent " + std::to_string(frames) + " frames (" +
+                         std::to_string(bytes_read) + " bytes) on its tool channel, past the " +
+                         std::to_string(max_frames) + " frames and " + std::to_string(max_bytes) +
+                         " bytes one exec call may send (MCP_EXEC_MAX_TOOL_CALLS calls and " +
+                         std::to_string(ToolChannel::kExtraFrames) +
+                         " more for listing and refusals); the channel is closed",
+                     "channel budget spent", n);
       }
       std::string body(n, '\0');
       if (!ReadFull(body.data(), n)) return;
-      nlohmann::json req = nlohmann::json::parse(body, nullptr, false);
-      if (req.is_discarded() || !req.is_object() || !req.contains("id") ||
+      bounded_json::Parsed parsed = bounded_json::Parse(body);
+      if (parsed.too_deep) {
+        // Answered under its id when it has one: the call fails, the
+        // channel stays.
+        const nlohmann::json id = bounded_json::TopLevelId(body);
+        if (id.is_number_integer()) {
+          if (metrics) metrics->RecordToolFrameRefused("too deep");
+          if (!WriteFrame({{"id", id},
+                           {"ok", false},
+                           {"kind", "refused"},
+                           {"error", "the arguments are " + parsed.error}})) {
+            return;
+          }
+          continue;
+        }
+      }
+      const nlohmann::json& req = parsed.value;
+      if (!parsed.ok() || !req.is_object() || !req.contains("id") ||
           !req["id"].is_number_integer() || !req.contains("op") || !req["op"].is_string()) {
-        WriteFrame({{"id", nullptr},
-                    {"ok", false},
-                    {"kind", "refused"},
-                    {"error", "a frame that is not a call; the channel is closed"}});
-        log::Warn("tool_channel", {{"why", "malformed frame"}, {"bytes", n}});
-        return;
+        return Close("a frame that is not a call; the channel is closed", "malformed frame", n);
       }
       if (!WriteFrame(Answer(req))) return;
     }
@@ -187,6 +220,12 @@ int64_t ToolChannel::calls() const { return state_->calls.load(); }
 
 int64_t ToolChannel::MaxRequestBytes(const ToolChannelLimits& l) {
   return std::max<int64_t>(l.max_result_bytes, 65536) + 4096;
+}
+
+int64_t ToolChannel::MaxFrames(const ToolChannelLimits& l) { return l.max_calls + kExtraFrames; }
+
+int64_t ToolChannel::MaxChannelBytes(const ToolChannelLimits& l) {
+  return std::max<int64_t>(int64_t{64} << 20, 4 * MaxRequestBytes(l));
 }
 
 }  // namespace mcpexec

@@ -8,6 +8,10 @@
 //              | {"id": N, "ok": false, "error": "...", "kind": ...}
 // A frame that is not JSON of that shape, or longer than the bound, ends the
 // channel (the run's further calls fail): a hostile run harms only itself.
+// A frame nested deeper than bounded_json's bound is refused under its id
+// before any value is built. Every frame counts against the channel's
+// budget (MaxFrames frames, MaxChannelBytes bytes), lists and refusals too;
+// past it the channel ends.
 // The checks that matter (allowed tool, arguments, result size) are the
 // gateway's; the count per run and the run's deadline are held here.
 #pragma once
@@ -53,6 +57,12 @@ class ToolChannel {
 
   // The largest frame a run may send: the arguments of one call and a little.
   static int64_t MaxRequestBytes(const ToolChannelLimits& l);
+  // Frames beyond max_calls a run may send (lists, calls refused).
+  static constexpr int64_t kExtraFrames = 64;
+  // What one run or cell may send on its channel in all: max_calls +
+  // kExtraFrames frames, and this many bytes.
+  static int64_t MaxFrames(const ToolChannelLimits& l);
+  static int64_t MaxChannelBytes(const ToolChannelLimits& l);
 
  private:
   struct State;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "base/bounded_json.h"
 #include "base/log.h"
 #include "protocol/stateless.h"
 
@@ -410,11 +411,15 @@ std::optional<http::Response> HttpTransport::CheckPostHeaders(const http::Reques
 
 std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Request& req,
                                                               json* msg) const {
-  try {
-    *msg = json::parse(req.body);
-  } catch (const json::exception& e) {
-    return JsonRpcHttpError(400, jsonrpc::kParseError, std::string("parse error: ") + e.what());
+  bounded_json::Parsed parsed = bounded_json::Parse(req.body);
+  if (!parsed.ok()) {
+    if (parsed.too_deep) {
+      return JsonRpcHttpError(400, jsonrpc::kInvalidRequest, parsed.error,
+                              bounded_json::TopLevelId(req.body));
+    }
+    return JsonRpcHttpError(400, jsonrpc::kParseError, parsed.error);
   }
+  *msg = std::move(parsed.value);
   if (!msg->is_object()) {
     return JsonRpcHttpError(
         400, jsonrpc::kInvalidRequest,
@@ -606,12 +611,13 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
     return ex.Reply(PlainError(415, "Content-Type must be application/json"));
   }
   if (stopping_) return ex.Reply(PlainError(503, "the server is shutting down"));
-  json msg;
-  try {
-    msg = json::parse(req.body);
-  } catch (const json::exception& e) {
-    return ex.Reply(PlainError(400, std::string("invalid JSON: ") + e.what()));
+  bounded_json::Parsed parsed = bounded_json::Parse(req.body);
+  if (parsed.too_deep) {
+    return ex.Reply(JsonRpcHttpError(400, jsonrpc::kInvalidRequest, parsed.error,
+                                     bounded_json::TopLevelId(req.body)));
   }
+  if (!parsed.ok()) return ex.Reply(PlainError(400, "invalid JSON: " + parsed.error));
+  json msg = std::move(parsed.value);
   // What the stream owes the client, so that shutdown answers all of it.
   if (msg.is_object() && msg.contains("method") && msg["method"].is_string()) {
     if (msg.contains("id") && (msg["id"].is_string() || msg["id"].is_number_integer())) {

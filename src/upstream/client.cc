@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/bounded_json.h"
 #include "base/log.h"
 #include "base/version.h"
 
@@ -45,6 +46,22 @@ std::string Mask(std::string text, const std::vector<std::string>& secrets) {
 bool IsResponse(const nlohmann::json& m) {
   return m.is_object() && m.contains("id") && !m.contains("method") &&
          (m.contains("result") || m.contains("error"));
+}
+
+// One message an upstream sent, parsed with the nesting bound. A message too
+// deep to read becomes a JSON-RPC error under its id (when its top level
+// has one), so that the call waiting for it fails at once, saying why,
+// instead of waiting for its deadline; anything else unreadable comes back
+// discarded.
+nlohmann::json ParseMessage(std::string_view text) {
+  bounded_json::Parsed parsed = bounded_json::Parse(text);
+  if (parsed.ok()) return std::move(parsed.value);
+  if (!parsed.too_deep) return nlohmann::json(nlohmann::json::value_t::discarded);
+  const nlohmann::json id = bounded_json::TopLevelId(text);
+  if (id.is_null()) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"error", {{"code", -32603}, {"message", "its answer is " + parsed.error}}}};
 }
 
 // Writes all of data to a non-blocking fd by the deadline.
@@ -216,8 +233,7 @@ void StdioLink::ReadLoop() {
     buf.append(chunk, static_cast<size_t>(n));
     size_t start = 0;
     for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      nlohmann::json m = nlohmann::json::parse(buf.begin() + static_cast<long>(start),
-                                               buf.begin() + static_cast<long>(nl), nullptr, false);
+      nlohmann::json m = ParseMessage(std::string_view(buf).substr(start, nl - start));
       if (m.is_discarded() || !m.is_object()) continue;  // a log line on stdout: skipped
       if (IsResponse(m) && m["id"].is_number_integer()) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -476,7 +492,7 @@ std::optional<nlohmann::json> ResponseEvent(BodyReader& reader, const nlohmann::
       pending.erase(0, nl + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.empty()) {
-        nlohmann::json m = nlohmann::json::parse(event_data, nullptr, false);
+        nlohmann::json m = ParseMessage(event_data);
         event_data.clear();
         if (IsResponse(m) && m["id"] == id) return m;
         continue;
@@ -568,14 +584,14 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
         std::lock_guard<std::mutex> lock(mu_);
         if (!session_id_.empty()) expired_ = true;
       }
-      nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+      nlohmann::json j = ParseMessage(data);
       if (IsResponse(j)) return j;  // a JSON-RPC error carried with an HTTP status
       *error = "HTTP " + std::to_string(r.status) +
                (r.status == 401 || r.status == 403 ? " (check the entry's \"headers\")" : "");
       return std::nullopt;
     }
     if (!awaited) return nlohmann::json();
-    nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+    nlohmann::json j = ParseMessage(data);
     if (!IsResponse(j)) {
       *error = "it answered something that is not a JSON-RPC response";
       return std::nullopt;

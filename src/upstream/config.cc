@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/bounded_json.h"
+
 namespace mcpexec::upstream {
 
 namespace {
@@ -124,8 +126,13 @@ std::vector<std::string> Spec::Secrets() const {
 }
 
 bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* error) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  bounded_json::Parsed parsed = bounded_json::Parse(text);
+  if (!parsed.ok()) {
+    *error = parsed.error;
+    return false;
+  }
+  const nlohmann::json& j = parsed.value;
+  if (!j.is_object()) {
     *error = "not a JSON object";
     return false;
   }

@@ -1,19 +1,16 @@
 #include "upstream/upstreams.h"
 
 #include <algorithm>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
 #include "base/log.h"
+#include "upstream/schema.h"
 
 namespace mcpexec::upstream {
 
 struct Upstreams::Tool {
   std::string name;
-  nlohmann::json listed = nullptr;           // as tools/list gave it
-  std::unique_ptr<valijson::Schema> schema;  // null: only "an object" is checked
+  nlohmann::json listed = nullptr;         // as tools/list gave it
+  std::unique_ptr<ArgumentSchema> schema;  // null: only "an object" is checked
 };
 
 struct Upstreams::Server {
@@ -30,20 +27,6 @@ Upstreams::Upstreams(std::vector<Spec> specs, Metrics* metrics) : metrics_(metri
 Upstreams::~Upstreams() = default;
 
 namespace {
-
-std::unique_ptr<valijson::Schema> Compile(const nlohmann::json& schema, std::string* why) {
-  if (!schema.is_object()) return nullptr;
-  try {
-    auto out = std::make_unique<valijson::Schema>();
-    valijson::SchemaParser parser;
-    valijson::adapters::NlohmannJsonAdapter adapter(schema);
-    parser.populateSchema(adapter, *out);
-    return out;
-  } catch (const std::exception& e) {
-    *why = e.what();
-    return nullptr;
-  }
-}
 
 std::string Describe(const Spec& s) { return s.stdio() ? "command " + s.command : "url " + s.url; }
 
@@ -68,12 +51,17 @@ bool Upstreams::Start(std::chrono::seconds timeout, std::string* error) {
       tool.name = name;
       tool.listed = t;
       std::string schema_why;
-      tool.schema = Compile(t.value("inputSchema", nlohmann::json::object()), &schema_why);
+      std::vector<std::string> left_out;
+      tool.schema = ArgumentSchema::Compile(t.value("inputSchema", nlohmann::json::object()),
+                                            &schema_why, &left_out);
       if (!tool.schema) {
         log::Warn("upstream_schema", {{"upstream", spec.name},
                                       {"tool", name},
                                       {"why", "its input schema could not be compiled (" +
                                                   schema_why + "); only its shape is checked"}});
+      } else if (!left_out.empty()) {
+        log::Info("upstream_schema",
+                  {{"upstream", spec.name}, {"tool", name}, {"left_to_upstream", left_out}});
       }
       server->tools.push_back(std::move(tool));
     }
@@ -185,27 +173,13 @@ std::string ErrorTextOf(const nlohmann::json& r) {
 
 namespace {
 
-// "" when the arguments fit the tool's input schema, else why not (the
-// innermost errors first: valijson also lists the schemas around them).
-std::string ArgumentsError(const valijson::Schema* schema, const std::string& server,
+// "" when the arguments fit the tool's input schema, else why not.
+std::string ArgumentsError(const ArgumentSchema* schema, const std::string& server,
                            const std::string& tool, const nlohmann::json& arguments) {
   if (!schema) return "";
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(arguments);
-  if (validator.validate(*schema, target, &results)) return "";
-  std::string why;
-  valijson::ValidationResults::Error e;
-  int shown = 0;
-  while (results.popError(e) && shown < 3) {
-    if (e.description.find("Failed to validate against schema") != std::string::npos) continue;
-    std::string where;
-    for (const std::string& c : e.context) where += c == "<root>" ? "" : c;
-    why += (why.empty() ? "" : "; ") + (where.empty() ? "" : where + ": ") + e.description;
-    ++shown;
-  }
-  return "bad arguments for " + server + "." + tool + ": " +
-         (why.empty() ? "they do not match its input schema" : why) + " (help(mcp_tools." +
+  const std::string why = schema->Check(arguments);
+  if (why.empty()) return "";
+  return "bad arguments for " + server + "." + tool + ": " + why + " (help(mcp_tools." +
          PythonName(server) + "." + PythonName(tool) + ") shows its schema)";
 }
 
@@ -223,7 +197,8 @@ ToolAnswer Upstreams::Call(const std::string& server_name, const std::string& to
   }
   auto finish = [&]() {
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (server && metrics_) metrics_->RecordToolCall(server_name, outcome, s);
+    // A server no configuration names is counted as "unknown" (Metrics).
+    if (metrics_) metrics_->RecordToolCall(server ? server_name : "unknown", outcome, s);
     log::Info("tool_call", {{"upstream", server ? server_name : std::string("(unknown)")},
                             {"tool", server && Find(*server, tool_name) ? tool_name : "(refused)"},
                             {"duration_ms", static_cast<int64_t>(s * 1000)},

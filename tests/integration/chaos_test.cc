@@ -902,8 +902,10 @@ Garbage MakeGarbage(int n, std::mt19937& rng) {
       const std::string arrays[] = {
           "[]", "[1,2,3]", "[{\"jsonrpc\":\"2.0\",\"id\":" + qid + ",\"method\":\"ping\"}]",
           std::string(20000, '[') + std::string(20000, ']')};
-      g.line = arrays[pick(4)];
-      error(-32600, nullptr, "batch");
+      const size_t which = pick(4);
+      g.line = arrays[which];
+      // The deep one is refused for its depth before it is read as a batch.
+      error(-32600, nullptr, which == 3 ? "deeper than 64 levels" : "batch");
       break;
     }
     case 4: {  // objects that are no JSON-RPC 2.0
