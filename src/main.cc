@@ -43,6 +43,7 @@ int TerminationSignalFd() {
 
 // What the operator set that does not take effect as written.
 void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
+  for (const std::string& w : config.warnings) log::Warn("config", {{"why", w}});
   if (config.python != Config{}.python) {
     log::Info("python_site",
               {{"variable", "MCP_EXEC_PYTHON"},
@@ -64,7 +65,6 @@ void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
     log::Warn("mount_report",
               {{"why", std::string("the zygote's report of the mounts: ") + e.what()}});
   }
-  // A default timeout above the maximum is a start error (ParseConfig).
 }
 
 void LogStart(const Config& config, const RuntimeReport& runtime) {

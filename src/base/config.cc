@@ -120,8 +120,8 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", Default(&Config::max_timeout_s), "s",
        "ceiling for a call's timeout_s", IntField(&Config::max_timeout_s, 1, 86400)},
       {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", Default(&Config::max_output_bytes),
-       "bytes", "one budget shared by stdout and stderr",
-       IntField(&Config::max_output_bytes, 1, 256 * kMiB)},
+       "bytes", "one budget shared by stdout and stderr (0 drops all output)",
+       IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", Default(&Config::max_stdin_bytes), "bytes",
        "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_PYTHON", "--python", Config{}.python, "",
@@ -519,13 +519,25 @@ std::string CrossCheck(const Config& c) {
            "too, "
            "or list the origins instead";
   }
-  if (c.default_timeout_s > c.max_timeout_s) {
-    return "MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
-           ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +
-           "): a call without timeout_s could never get it; lower the default or raise the "
-           "max (or --default-timeout-s, --max-timeout-s)";
-  }
   return "";
+}
+
+// Two values the Go server starts with, applied as it applies them: a
+// default timeout above the max is the max, and an output cap of 0 drops
+// all output. Each leaves a warning (Config::warnings).
+void ApplyCompatibleMeanings(Config& c) {
+  if (c.default_timeout_s > c.max_timeout_s) {
+    c.warnings.push_back("MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
+                         ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +
+                         "): calls without timeout_s get " + std::to_string(c.max_timeout_s) +
+                         " s, the max; lower the default or raise the max to silence this");
+    c.default_timeout_s = c.max_timeout_s;
+  }
+  if (c.max_output_bytes == 0) {
+    c.warnings.push_back(
+        "MCP_EXEC_MAX_OUTPUT_BYTES is 0: every run's stdout and stderr are dropped (truncated: "
+        "true, stdout_tail and stderr_tail empty); set a cap of at least 1 byte to see output");
+  }
 }
 
 // MCP_EXEC_PYTHON (the Go server's way to add packages): its default means
@@ -662,6 +674,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
     }
   }
   DeriveDefaults(c, resources);
+  ApplyCompatibleMeanings(c);
   if (std::string err = CrossCheck(c); !err.empty()) {
     r.error = err;
     return r;

@@ -90,6 +90,10 @@ struct Config {
   // cgroup's CPU quota and memory limit, the CPU affinity; base/resources.h).
   std::string max_concurrent_from, memory_limit_from, disk_limit_from, max_py_sessions_from,
       max_processes_from;
+  // Settings the server starts with but applies otherwise than written, or
+  // that drop something (the Go server's meanings, kept for its configs):
+  // one plain line each, for the start log and doctor.
+  std::vector<std::string> warnings;
 };
 
 // Outcome of parsing: either a Config, or an error line, or a request for

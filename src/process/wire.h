@@ -27,6 +27,12 @@ enum class Type : uint32_t {
   // kRunFds, fresh ones for this cell.
   kCell = 8,
   kInterrupt = 9,  // supervisor -> zygote: SIGINT to a session's runner (its cell)
+  // A session's cell ended: supervisor -> zygote, which counts what the
+  // sessions hold now (WatchRuns) before the cell is answered; the zygote
+  // answers kCounted, value 1 when the count ended this session (its
+  // kExited follows, flagged kExitedHeldProcesses), else 0.
+  kCount = 10,
+  kCounted = 11,
 };
 
 // kExited's flags: what the zygote knows of the run's end besides its

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -270,6 +271,13 @@ int64_t OomKills(const Delegation& d, const std::string& name) {
 }
 
 bool OomKilled(const Delegation& d, const std::string& name) { return OomKills(d, name) > 0; }
+
+int64_t PidsCurrent(const Delegation& d, const std::string& name) {
+  if (d.pids_fd < 0 || name.empty()) return -1;
+  const std::string text = ReadAt(d.pids_fd, name + "/pids.current");
+  if (text.empty() || text[0] < '0' || text[0] > '9') return -1;
+  return std::strtoll(text.c_str(), nullptr, 10);
+}
 
 void Destroy(const Delegation& d, const std::string& name) {
   for (int fd : {d.memory_fd, d.pids_fd}) {

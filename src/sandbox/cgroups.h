@@ -51,6 +51,9 @@ bool OomKilled(const Delegation& d, const std::string& name);
 // each cell of a session, whose cgroup outlives its cells.
 int64_t OomKills(const Delegation& d, const std::string& name);
 void Destroy(const Delegation& d, const std::string& name);
+// The tasks (processes and threads, zombies too) in cgroup `name` now, by
+// the pids controller; -1 without it.
+int64_t PidsCurrent(const Delegation& d, const std::string& name);
 
 // Zygote, at start: a child made, joined by a throw-away process, removed.
 // On failure the layer is off (d->version = 0) and d->why_not_memory says why.

@@ -136,6 +136,7 @@ std::string DoctorText(const RuntimeReport& report, const Config& config) {
   if (!report.extras.empty()) o << "; also installed:";
   for (auto& [name, version] : report.extras) o << " " << name << " " << version;
   o << "\n";
+  for (const std::string& w : config.warnings) o << "  warning: " << w << "\n";
   std::string refusal = SandboxRefusal(report);
   o << (refusal.empty() ? "verdict: runs code: every required layer holds\n"
                         : "verdict: REFUSES to run code: " + refusal + "\n");
@@ -187,6 +188,7 @@ int RunDoctor(const Config& config, bool json_output) {
                 {"mounts", report.sandbox.value("mounts", json::array())},
                 {"seccomp_rules", SeccompRulesJson()},
                 {"limits", LimitsJson(config)},
+                {"warnings", config.warnings},
                 {"refusal", refusal}};
     printf("%s\n", out.dump(2).c_str());
   } else {

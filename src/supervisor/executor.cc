@@ -318,6 +318,7 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   io.interrupt_grace = interrupt_grace;
   io.oom_base = oom_base;
   PumpUntilEnded(io);
+  if (session) CountAfterCell(io);
   outcome.duration_ms = Millis(Clock::now() - io.started_at);
   if (channel) {
     channel->Stop();
@@ -437,6 +438,31 @@ std::string Executor::RunsHeldText() const {
          "sandbox ended it";
 }
 
+// A cell that ended with its interpreter alive: what the sessions hold now
+// is counted by the zygote before the answer (issue 36, point 9), so that
+// children a cell left behind are bounded before the next run forks. When
+// the count ends this session, its end (the reap, and so its processes
+// gone) is awaited too, and the answer says why it ended.
+void Executor::CountAfterCell(RunIo& io) {
+  if (!io.cell_end || io.reaped || io.failed || io.phase == RunIo::Phase::kKilling) return;
+  std::unique_lock<std::mutex> lock(io.slot.mu);
+  const uint64_t base = io.slot.counted;
+  lock.unlock();
+  if (!zygote_.Count(io.run_id)) return;  // the zygote is gone: its restart says so
+  lock.lock();
+  const auto answered = [&] { return io.slot.counted > base || io.slot.exited || io.slot.lost; };
+  if (!io.slot.cv.wait_for(lock, kKillGrace, answered)) {
+    log::Warn("count_unanswered", {{"run_id", io.run_id}});
+    return;
+  }
+  if (io.slot.count_ended && io.slot.counted > base) {
+    io.slot.cv.wait_for(lock, kKillGrace, [&] { return io.slot.exited || io.slot.lost; });
+  }
+  if (io.slot.exited) {
+    io.reaped = RunIo::Reaped{io.slot.wait_status, io.slot.oom_killed, io.slot.ended_by};
+  }
+}
+
 // The end of a run or cell from the trusted side. A one-shot run's exit
 // status is the zygote's word; a cell's, while its interpreter lives, comes
 // from its end record (the session's own word about its own cell), and the
@@ -445,7 +471,7 @@ std::string Executor::RunsHeldText() const {
 // already locked down. Returns a tool error when there is no result.
 std::optional<Failed> Executor::Settle(RunIo& io) {
   SessionRun* session = io.session;
-  if (session && (!io.cell_end || io.phase == RunIo::Phase::kKilling)) {
+  if (session && (!io.cell_end || io.reaped || io.phase == RunIo::Phase::kKilling)) {
     session->ended = WhyInterpreterEnded(io);  // the interpreter is gone, or going
   }
   if (io.failed) return io.failed;

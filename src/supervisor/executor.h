@@ -114,6 +114,9 @@ class Executor {
   std::optional<std::string> PrepareWorkdir(Workdir* workdir);
   std::optional<Failed> Hand(SessionRun* session, const RunRequest& req, Launch& l);
   void PumpUntilEnded(RunIo& io);
+  // A session's cell that ended: the zygote counts what the sessions hold
+  // before the answer; io.reaped is set when that count ended the session.
+  void CountAfterCell(RunIo& io);
   // The verdict the runner wrote before any code ran: a tool error unless it
   // says every layer holds (then its costs go into the outcome).
   std::optional<Failed> CheckVerdict(RunIo& io, const char* what);

@@ -305,6 +305,9 @@ void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
     slot->wait_status = static_cast<int>(h.value);
     slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
     slot->ended_by = h.reserved & wire::kExitedByZygote;
+  } else if (h.type == wire::Type::kCounted) {
+    ++slot->counted;
+    slot->count_ended = h.value != 0;
   } else if (h.type == wire::Type::kStartFailed) {
     slot->lost = true;
     slot->lost_reason = "the sandbox could not start this run: " + payload;
@@ -428,6 +431,10 @@ void ZygoteClient::Kill(uint64_t run_id) {
 
 void ZygoteClient::Interrupt(uint64_t run_id) {
   SendControl({wire::Type::kInterrupt, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+}
+
+bool ZygoteClient::Count(uint64_t run_id) {
+  return SendControl({wire::Type::kCount, 0, run_id, 0}, nullptr, 0, nullptr, 0);
 }
 
 bool ZygoteClient::SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,

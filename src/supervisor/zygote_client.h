@@ -38,7 +38,11 @@ struct RunSlot {
   int wait_status = 0;
   bool oom_killed = false;  // the run's cgroup killed something for memory
   uint32_t ended_by = 0;    // wire::kExitedByZygote's flags
-  bool lost = false;        // the zygote died or refused the run
+  // A session's counts after its cells (wire::kCount): how many the zygote
+  // answered, and whether the latest ended the session.
+  uint64_t counted = 0;
+  bool count_ended = false;
+  bool lost = false;  // the zygote died or refused the run
   std::string lost_reason;
   RunFailure lost_cause = RunFailure::kSandboxLost;
   // With mu held: wakes the run's I/O loop.
@@ -77,6 +81,10 @@ class ZygoteClient {
   bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds, std::string* error);
   // SIGINT to a session's interpreter (KeyboardInterrupt in its cell).
   void Interrupt(uint64_t run_id);
+  // A session's cell ended: the zygote counts what the sessions hold now and
+  // answers on the run's slot (counted, count_ended). False if the sandbox
+  // cannot be reached.
+  bool Count(uint64_t run_id);
   // The kernel's count of memory kills in a run's cgroup so far (0 without
   // the memory controller).
   int64_t OomKills(const std::string& cgroup) const;

@@ -614,13 +614,16 @@ size_t EscapedBytes(unsigned char ch) {
 }
 
 // A stream as the answer carries it: valid UTF-8, and never more than twice
-// its own size once escaped. Control bytes escape six-fold, and the answer
+// the output cap once escaped. Control bytes escape six-fold, and the answer
 // holds each stream twice (structuredContent and its JSON in the text item,
 // escaped again): 1 MiB of them made 13 MB of answer. Past the bound the
 // stream is cut (on a character boundary) and *tail gets its last 4 KiB.
-std::string AnswerText(const std::string& raw, std::optional<std::string>* tail) {
+// The bound is the cap's, not the stream's own size: a few bytes with a
+// control character among them come back whole.
+std::string AnswerText(const std::string& raw, int64_t cap, std::optional<std::string>* tail) {
   std::string text = RepairUtf8(raw);
-  const size_t budget = 2 * text.size();
+  const size_t budget =
+      2 * std::max<size_t>(text.size(), static_cast<size_t>(std::max<int64_t>(cap, 0)));
   size_t escaped = 0, keep = 0;
   for (; keep < text.size(); ++keep) {
     escaped += EscapedBytes(static_cast<unsigned char>(text[keep]));
@@ -655,9 +658,9 @@ std::string TidyCrashReport(const std::string& text) {
 json StructuredResult(const ExecResult& r) {
   std::optional<std::string> stdout_cut, stderr_cut;  // their tails, when cut
   json j = {
-      {"stdout", AnswerText(r.stdout_data, &stdout_cut)},
-      {"stderr",
-       AnswerText(r.signal ? TidyCrashReport(r.stderr_data) : r.stderr_data, &stderr_cut)},
+      {"stdout", AnswerText(r.stdout_data, r.output_cap, &stdout_cut)},
+      {"stderr", AnswerText(r.signal ? TidyCrashReport(r.stderr_data) : r.stderr_data, r.output_cap,
+                            &stderr_cut)},
       {"exit_code", r.exit_code},
       {"duration_ms", r.duration_ms},
       {"truncated", r.truncated},

@@ -36,6 +36,10 @@ struct ExecResult : RunOutcome {
   std::string session;
   bool session_new = false;
   std::string session_ended;
+  // MCP_EXEC_MAX_OUTPUT_BYTES: a stream whose escaped form passes twice this
+  // is cut in the answer (control bytes escape six-fold); below it, every
+  // byte comes back.
+  int64_t output_cap = 1 << 20;
 };
 
 // A valid session name: 1-64 characters of A-Za-z0-9._-

@@ -192,7 +192,9 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   if (!ticket) {
     auto outcome = executor_.Run(ToRunRequest(req), cancel, progress);
     if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
-    return ToolResult(ToExecResult(std::get<RunOutcome>(std::move(outcome))));
+    ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(outcome)));
+    r.output_cap = config_.max_output_bytes;
+    return ToolResult(r);
   }
   SessionPool::CellOutcome cell =
       sessions_.Run(*ticket, req.reset, ToRunRequest(req), cancel, progress);
@@ -206,6 +208,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
     return ToolError(message);
   }
   ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(cell.result)));
+  r.output_cap = config_.max_output_bytes;
   r.session = name;
   r.session_new = cell.is_new;
   r.session_ended = cell.ended;

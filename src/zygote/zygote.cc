@@ -33,6 +33,7 @@
 #include "process/proc_tree.h"
 #include "process/wire.h"
 #include "process/zygote_args.h"
+#include "sandbox/cgroups.h"
 #include "sandbox/credentials.h"
 #include "sandbox/fds.h"
 #include "sandbox/limits.h"
@@ -317,6 +318,8 @@ void ReapChildren(Zygote& z) {
 }
 
 // One message from the supervisor; its EOF ends the zygote and every run.
+void CountAfterCell(Zygote& z, uint64_t run_id);
+
 void OnControlMessage(Zygote& z) {
   wire::Header h;
   std::string payload;
@@ -336,6 +339,8 @@ void OnControlMessage(Zygote& z) {
     ForwardCell(z, h, payload, fds);
   } else if (h.type == wire::Type::kInterrupt) {
     InterruptRun(z, h.run_id);
+  } else if (h.type == wire::Type::kCount) {
+    CountAfterCell(z, h.run_id);
   }
 }
 
@@ -425,6 +430,30 @@ void WatchRuns(Zygote& z) {
     if (run->ended_by != 0) ended.push_back(run->run_id);
   }
   for (uint64_t id : ended) KillRun(z, id);
+}
+
+// A session's cell has ended (issue 36, point 9): what it left behind (44
+// sleeping children) counts now, before the cell is answered and before the
+// next run forks, not at the next pass up to a second later. A session
+// whose pids cgroup shows it holds nothing beyond its own skips the /proc
+// scan (the common cell, on the path of every session call); the answer
+// says whether the count ended it.
+void CountAfterCell(Zygote& z, uint64_t run_id) {
+  Zygote::Run* run = nullptr;
+  for (auto& [pid, r] : z.runners) {
+    if (r.run_id == run_id) run = &r;
+  }
+  int64_t ended = 0;
+  if (run && run->ended_by == 0) {
+    const int64_t own = z.sandbox.run_pidns ? 3 : 2;
+    const int64_t tasks = sandbox::cgroups::PidsCurrent(z.sandbox.cgroups, run->cgroup);
+    if (tasks < 0 || tasks > own) {
+      WatchRuns(z);
+      ended = run->ended_by != 0 ? 1 : 0;
+    }
+  }
+  wire::Header r{wire::Type::kCounted, 0, run_id, ended};
+  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
 }
 
 // The watch runs while a session lives (its bounds hold between calls) or
