@@ -15,24 +15,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/bounded_json.h"
 #include "base/log.h"
 #include "base/version.h"
+#include "upstream/framing.h"
 
 namespace mcpexec::upstream {
 
 namespace {
 
-// A message from an upstream may be large (a tool's whole result); past
-// this the upstream is taken for broken. The run's own cap is smaller
-// (MCP_EXEC_MAX_TOOL_RESULT_BYTES) and is applied after.
-constexpr size_t kMaxMessage = size_t{64} << 20;
 constexpr size_t kStderrTail = 4096;
-
-int MillisUntil(Clock::time_point deadline) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
-}
 
 std::string Mask(std::string text, const std::vector<std::string>& secrets) {
   for (const std::string& s : secrets) {
@@ -41,27 +32,6 @@ std::string Mask(std::string text, const std::vector<std::string>& secrets) {
     }
   }
   return text;
-}
-
-bool IsResponse(const nlohmann::json& m) {
-  return m.is_object() && m.contains("id") && !m.contains("method") &&
-         (m.contains("result") || m.contains("error"));
-}
-
-// One message an upstream sent, parsed with the nesting bound. A message too
-// deep to read becomes a JSON-RPC error under its id (when its top level
-// has one), so that the call waiting for it fails at once, saying why,
-// instead of waiting for its deadline; anything else unreadable comes back
-// discarded.
-nlohmann::json ParseMessage(std::string_view text) {
-  bounded_json::Parsed parsed = bounded_json::Parse(text);
-  if (parsed.ok()) return std::move(parsed.value);
-  if (!parsed.too_deep) return nlohmann::json(nlohmann::json::value_t::discarded);
-  const nlohmann::json id = bounded_json::TopLevelId(text);
-  if (id.is_null()) return nlohmann::json(nlohmann::json::value_t::discarded);
-  return {{"jsonrpc", "2.0"},
-          {"id", id},
-          {"error", {{"code", -32603}, {"message", "its answer is " + parsed.error}}}};
 }
 
 // Writes all of data to a non-blocking fd by the deadline.
@@ -203,7 +173,7 @@ void StdioLink::Answer(const nlohmann::json& request) {
 }
 
 void StdioLink::ReadLoop() {
-  std::string buf;
+  LineFramer framer;
   char chunk[65536];
   bool out_open = true, err_open = true;
   std::string why;
@@ -230,11 +200,9 @@ void StdioLink::ReadLoop() {
     ssize_t n = read(out_.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      nlohmann::json m = ParseMessage(std::string_view(buf).substr(start, nl - start));
-      if (m.is_discarded() || !m.is_object()) continue;  // a log line on stdout: skipped
+    const bool whole = framer.Feed(chunk, static_cast<size_t>(n), [&](std::string_view line) {
+      nlohmann::json m = ParseMessage(line);
+      if (m.is_discarded() || !m.is_object()) return;  // a log line on stdout: skipped
       if (IsResponse(m) && m["id"].is_number_integer()) {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = waiting_.find(m["id"].get<int64_t>());
@@ -245,9 +213,8 @@ void StdioLink::ReadLoop() {
       } else if (m.contains("method") && m.contains("id")) {
         Answer(m);
       }
-    }
-    buf.erase(0, start);
-    if (buf.size() > kMaxMessage) {
+    });
+    if (!whole) {
       why = "it sent a message of more than 64 MiB";
       kill(-pid_, SIGKILL);
       kill(pid_, SIGKILL);
@@ -338,182 +305,12 @@ int Connect(const Url& url, Clock::time_point deadline, std::string* error) {
   return fd;
 }
 
-// Reads what is there (or waits for it by the deadline). 0: EOF.
-ssize_t ReadSome(int fd, char* buf, size_t len, Clock::time_point deadline, std::string* error) {
-  for (;;) {
-    ssize_t n = read(fd, buf, len);
-    if (n >= 0) return n;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN) {
-      *error = std::string("read: ") + strerror(errno);
-      return -1;
-    }
-    pollfd p{fd, POLLIN, 0};
-    int ms = MillisUntil(deadline);
-    if (ms == 0 || poll(&p, 1, ms) == 0) {
-      *error = "it did not answer in time";
-      return -1;
-    }
-  }
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-// An HTTP/1.1 response, read incrementally: headers, then the body decoded
-// (chunked or not) as it comes, handed to on_body until it returns true.
-struct Response {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // names in lower case
-};
-
-class BodyReader {
- public:
-  BodyReader(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {}
-
-  bool Head(Response* r, std::string* error) {
-    size_t end;
-    while ((end = raw_.find("\r\n\r\n")) == std::string::npos) {
-      if (raw_.size() > 65536 || !More(error)) {
-        if (error->empty()) *error = "it closed the connection before answering";
-        return false;
-      }
-    }
-    std::string head = raw_.substr(0, end);
-    raw_.erase(0, end + 4);
-    size_t line_end = head.find("\r\n");
-    std::string status_line = head.substr(0, line_end);
-    if (status_line.size() < 12 || status_line.compare(0, 5, "HTTP/") != 0) {
-      *error = "it did not answer HTTP";
-      return false;
-    }
-    r->status = std::atoi(status_line.c_str() + 9);
-    size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
-    while (pos < head.size()) {
-      size_t e = head.find("\r\n", pos);
-      if (e == std::string::npos) e = head.size();
-      std::string line = head.substr(pos, e - pos);
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        std::string v = line.substr(colon + 1);
-        v.erase(0, v.find_first_not_of(" \t"));
-        r->headers[Lower(line.substr(0, colon))] = v;
-      }
-      pos = e + 2;
-    }
-    chunked_ = Lower(r->headers["transfer-encoding"]).find("chunked") != std::string::npos;
-    if (r->headers.count("content-length")) {
-      left_ = std::strtoll(r->headers["content-length"].c_str(), nullptr, 10);
-    }
-    return true;
-  }
-
-  // Appends the next decoded bytes to *out. false at the end (or error).
-  bool Next(std::string* out, std::string* error) {
-    if (done_) return false;
-    if (!chunked_) {
-      if (raw_.empty() && (left_ == 0 || !More(error))) {
-        done_ = true;
-        return false;
-      }
-      size_t take =
-          left_ >= 0 ? std::min<size_t>(raw_.size(), static_cast<size_t>(left_)) : raw_.size();
-      out->append(raw_, 0, take);
-      raw_.erase(0, take);
-      if (left_ >= 0) left_ -= static_cast<int64_t>(take);
-      return true;
-    }
-    for (;;) {
-      if (chunk_left_ > 0) {
-        if (raw_.empty() && !More(error)) return false;
-        size_t take = std::min<size_t>(raw_.size(), chunk_left_);
-        out->append(raw_, 0, take);
-        raw_.erase(0, take);
-        chunk_left_ -= take;
-        if (chunk_left_ == 0) need_crlf_ = true;
-        return true;
-      }
-      if (need_crlf_) {
-        while (raw_.size() < 2) {
-          if (!More(error)) return false;
-        }
-        raw_.erase(0, 2);
-        need_crlf_ = false;
-      }
-      size_t e;
-      while ((e = raw_.find("\r\n")) == std::string::npos) {
-        if (!More(error)) return false;
-      }
-      chunk_left_ = std::strtoull(raw_.substr(0, e).c_str(), nullptr, 16);
-      raw_.erase(0, e + 2);
-      if (chunk_left_ == 0) {
-        done_ = true;
-        return false;
-      }
-    }
-  }
-
- private:
-  bool More(std::string* error) {
-    char buf[65536];
-    ssize_t n = ReadSome(fd_, buf, sizeof buf, deadline_, error);
-    if (n <= 0) return false;
-    raw_.append(buf, static_cast<size_t>(n));
-    return true;
-  }
-
-  int fd_;
-  Clock::time_point deadline_;
-  std::string raw_;
-  bool chunked_ = false, done_ = false, need_crlf_ = false;
-  int64_t left_ = -1;
-  size_t chunk_left_ = 0;
-};
-
 }  // namespace
 
 HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
   std::string error;
   ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
 }
-
-namespace {
-
-// An event stream's events until the response with this id.
-std::optional<nlohmann::json> ResponseEvent(BodyReader& reader, const nlohmann::json& id,
-                                            std::string* error) {
-  std::string pending, event_data;
-  while (reader.Next(&pending, error)) {
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.empty()) {
-        nlohmann::json m = ParseMessage(event_data);
-        event_data.clear();
-        if (IsResponse(m) && m["id"] == id) return m;
-        continue;
-      }
-      if (line.compare(0, 5, "data:") == 0) {
-        std::string d = line.substr(5);
-        if (!d.empty() && d[0] == ' ') d.erase(0, 1);
-        if (!event_data.empty()) event_data += "\n";
-        event_data += d;
-        if (event_data.size() > kMaxMessage) {
-          *error = "it sent a message of more than 64 MiB";
-          return std::nullopt;
-        }
-      }
-    }
-  }
-  if (error->empty()) *error = "its event stream ended without the answer";
-  return std::nullopt;
-}
-
-}  // namespace
 
 // The POST of one message, with the session's and the entry's headers.
 std::string HttpLink::RequestText(const nlohmann::json& message) {
@@ -571,11 +368,12 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
   }
   const bool awaited = message.contains("id");
   if (r.status == 202 && !awaited) return nlohmann::json();
-  std::string type = Lower(r.headers["content-type"]);
+  std::string type = r.headers["content-type"];
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   std::string data;
   if (type.find("text/event-stream") == std::string::npos || r.status / 100 != 2) {
-    while (data.size() < kMaxMessage && reader.Next(&data, error)) {
-    }
+    if (!ReadBody(reader, &data, error)) return std::nullopt;
     if (r.status / 100 != 2) {
       // 404 is the specification's answer to a session the server ended;
       // the TypeScript SDK's servers say 400 to one they never knew (they
