@@ -340,7 +340,7 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
     send_(jsonrpc::Result(id, result_of(ToolErrorResult("arguments must be an object"))));
     return;
   }
-  CallContext context{connection_, stateless_era, std::string()};
+  CallContext context{connection_, stateless_era, std::string(), options_.peer};
   if (stateless_era) {
     const json info = meta.is_object() ? meta.value(stateless::kMetaClientInfo, json()) : json();
     if (info.is_object() && info.contains("name") && info["name"].is_string()) {

@@ -33,7 +33,11 @@ std::string NegotiateProtocolVersion(const std::string& requested);
 struct CallContext {
   uint64_t connection = 0;
   bool stateless = false;
-  std::string client;
+  std::string client;  // clientInfo's name ("" when it gave none)
+  // Who sent it, as the transport sees it: "stdio", or the peer's address
+  // over HTTP. With the client's name it is the key of fair shares: a
+  // client that makes a connection per call is still one client.
+  std::string peer;
 };
 
 // The tools as every session sees them. The session knows JSON-RPC and MCP;
@@ -111,6 +115,8 @@ class McpSession {
     // served without a handshake. Off for a session an HTTP initialize made:
     // the transport routes the stateless era elsewhere.
     bool stateless = true;
+    // Who the transport says sent the messages (CallContext::peer).
+    std::string peer = "stdio";
   };
   McpSession(ToolBackend& backend, Sender send) : McpSession(backend, std::move(send), Options{}) {}
   McpSession(ToolBackend& backend, Sender send, Options options);

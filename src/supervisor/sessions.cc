@@ -5,7 +5,6 @@
 #include <limits>
 #include <optional>
 
-#include "base/fair_share.h"
 #include "base/log.h"
 
 namespace mcpexec {
@@ -18,10 +17,18 @@ struct SessionPool::Entry {
   bool close_after = false;  // the connection ended while a cell ran
   bool handle = false;       // key.second is a handle the pool minted
   bool gone = false;         // a handle's session that ended: refused from now on
-  uint64_t owner = 0;        // the connection that made it (for the fair share)
+  uint64_t owner = 0;        // the connection that made it (a name's session ends with it)
+  std::string client;        // who made it, for the fair share (Ask::client)
   Clock::time_point born{}, last_used{};
   std::condition_variable cv;
 };
+
+namespace {
+// The fair share's key of an ask: its client, else its connection.
+std::string ClientOf(const SessionPool::Ask& ask) {
+  return ask.client.empty() ? "connection " + std::to_string(ask.connection) : ask.client;
+}
+}  // namespace
 
 class SessionPool::Ticket {
  public:
@@ -66,7 +73,7 @@ SessionPool::Reservation SessionPool::Reserve(const Ask& ask) {
   std::shared_ptr<Entry> e;
   if (ask.session == kNew) {
     r.name = handles_.Mint();
-    e = AddLocked({0, r.name}, ask.connection, true);
+    e = AddLocked({0, r.name}, ask.connection, ClientOf(ask), true);
   } else if (HandleBook::LooksLikeHandle(ask.session)) {
     r.name = ask.session;
     auto it = entries_.find({0, ask.session});
@@ -90,8 +97,9 @@ SessionPool::Reservation SessionPool::Reserve(const Ask& ask) {
   } else {
     r.name = ask.session;
     auto it = entries_.find({ask.connection, ask.session});
-    e = it != entries_.end() ? it->second
-                             : AddLocked({ask.connection, ask.session}, ask.connection, false);
+    e = it != entries_.end()
+            ? it->second
+            : AddLocked({ask.connection, ask.session}, ask.connection, ClientOf(ask), false);
   }
   if (!e) {
     r.full = true;
@@ -112,40 +120,44 @@ SessionPool::Reservation SessionPool::Reserve(const Ask& ask) {
 }
 
 std::shared_ptr<SessionPool::Entry> SessionPool::AddLocked(const Key& key, uint64_t owner,
-                                                           bool handle) {
-  if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions && !MakeRoomLocked(owner)) {
+                                                           const std::string& client, bool handle) {
+  if (static_cast<int64_t>(entries_.size()) >= config_.max_py_sessions && !MakeRoomLocked(client)) {
     return nullptr;
   }
   auto e = std::make_shared<Entry>();
   e->key = key;
   e->owner = owner;
+  e->client = client;
   e->handle = handle;
   entries_.emplace(key, e);
   return e;
 }
 
-// A connection that holds fewer sessions than another takes the least
-// recently used idle session of the one that holds the most: one client
-// cannot keep every other out of the pool for as long as its sessions live.
-// Failing that (clients that hold one session each and never come back:
-// HTTP clients close without DELETE), the least recently used idle session
-// of any connection gives way. A session with a call running or waiting
-// never does.
-bool SessionPool::MakeRoomLocked(uint64_t connection) {
-  std::map<uint64_t, size_t> held{{connection, 0}};
-  for (const auto& [key, e] : entries_) ++held[e->owner];
-  const std::optional<uint64_t> from =
-      WhoGivesWay(held, connection, std::numeric_limits<size_t>::max(), true);
-  auto least_recent = [&](const std::optional<uint64_t>& owner) {
+// The client that holds the most sessions gives way: its least recently
+// used idle one ends. The asker is a client like the others (keyed on its
+// address and clientInfo name, not its connection: a client that makes a
+// connection per call, as protocol 2026-07-28 does, is still one client),
+// and when it holds as many as anyone its own session goes. Failing that
+// (the one holding the most has a call in each of its sessions), the least
+// recently used idle session of any client gives way. A session with a
+// call running or waiting never does.
+bool SessionPool::MakeRoomLocked(const std::string& client) {
+  std::map<std::string, size_t> held{{client, 0}};
+  for (const auto& [key, e] : entries_) ++held[e->client];
+  std::string most = client;
+  for (const auto& [who, n] : held) {
+    if (n > held[most]) most = who;
+  }
+  auto least_recent = [&](const std::string* of) {
     std::shared_ptr<Entry> victim;
     for (const auto& [key, e] : entries_) {
-      if ((owner && e->owner != *owner) || e->running || !e->line.empty()) continue;
+      if ((of && e->client != *of) || e->running || !e->line.empty()) continue;
       if (!victim || e->last_used < victim->last_used) victim = e;
     }
     return victim;
   };
-  std::shared_ptr<Entry> victim = from ? least_recent(from) : nullptr;
-  if (!victim) victim = least_recent(std::nullopt);
+  std::shared_ptr<Entry> victim = least_recent(&most);
+  if (!victim) victim = least_recent(nullptr);
   if (!victim) return false;
   if (metrics_) metrics_->RecordSessionEviction("python");
   EndInterpreterLocked(*victim, "evicted");
@@ -199,9 +211,9 @@ std::string SessionPool::WhyEnded(const char* reason) const {
            " s (MCP_EXEC_PY_SESSION_MAX_S)";
   }
   if (r == "evicted") {
-    return "evicted: it was idle the longest when the server, holding its limit of " +
-           std::to_string(config_.max_py_sessions) +
-           " sessions (MCP_EXEC_MAX_PY_SESSIONS), needed room for a new one";
+    return "evicted: the server holds its limit of " + std::to_string(config_.max_py_sessions) +
+           " sessions (MCP_EXEC_MAX_PY_SESSIONS) and needed room for a new one; of the client "
+           "holding the most sessions, this one was idle the longest";
   }
   if (r == "shutdown") return "the server shut down";
   if (r == "interpreter_ended") return "its interpreter ended";

@@ -42,6 +42,9 @@ class SessionPool {
     uint64_t connection = 0;
     bool stateless = false;  // protocol 2026-07-28: "new" and handles only
     std::string session;     // "new", a handle, or a name
+    // Who asks, for the fair share: the peer and its clientInfo name (one
+    // client whatever connection, or call, it comes on). "" : the connection.
+    std::string client;
   };
   struct Reservation {
     std::shared_ptr<Ticket> ticket;  // null: refused, for `error`
@@ -91,11 +94,14 @@ class SessionPool {
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);
   // With mu_ held, the pool full: ends the least recently used idle session
-  // (of the connection holding the most, if it holds more than the asker;
-  // else of any). False: every session has a call running or waiting.
-  bool MakeRoomLocked(uint64_t connection);
-  // With mu_ held: a new entry for key, owned by `owner`, or null (full).
-  std::shared_ptr<Entry> AddLocked(const Key& key, uint64_t owner, bool handle);
+  // of the client holding the most (the asker's own when it holds as many
+  // as anyone); failing that, of any client. False: every session has a
+  // call running or waiting.
+  bool MakeRoomLocked(const std::string& client);
+  // With mu_ held: a new entry for key, owned by connection `owner` and
+  // `client`, or null (full).
+  std::shared_ptr<Entry> AddLocked(const Key& key, uint64_t owner, const std::string& client,
+                                   bool handle);
   void SweeperLoop();
   void SweepLocked(Clock::time_point now);
 

@@ -160,8 +160,8 @@ std::variant<ToolBackend::Work, json> ExecBackend::Accept(const json& arguments,
   // one session run in the order they arrived.
   std::shared_ptr<SessionPool::Ticket> ticket;
   if (!req.session.empty()) {
-    SessionPool::Reservation r =
-        sessions_.Reserve({context.connection, context.stateless, req.session});
+    SessionPool::Reservation r = sessions_.Reserve(
+        {context.connection, context.stateless, req.session, context.peer + " " + context.client});
     if (!r.ticket) {
       executor_.Withdraw();
       if (r.full) {

@@ -40,12 +40,12 @@ bool IsProgress(const json& m) {
 
 // ------------------------------------------------------------ HttpSession
 
-HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless)
+HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless, const std::string& peer)
     // Protocol 2026-07-28 over HTTP is routed before a session is found; a
     // session an initialize made speaks 2025 only.
     : legacy_(legacy),
       mcp_(
-          backend, [this](const json& m) { Route(m); }, McpSession::Options{stateless}) {
+          backend, [this](const json& m) { Route(m); }, McpSession::Options{stateless, peer}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
     mcp_.SetRelatedSender(
@@ -312,7 +312,7 @@ std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBa
       map_.erase(victim);
     }
     std::string id = new_id_();
-    auto s = std::make_shared<HttpSession>(backend, legacy);
+    auto s = std::make_shared<HttpSession>(backend, legacy, false, client);
     s->client = client;
     map_[id] = s;
     made = {id, s};

@@ -59,7 +59,9 @@ class HttpSession {
   using Clock = std::chrono::steady_clock;
   // stateless: the session of one POST of protocol 2026-07-28
   // (transport/http_stateless.h); else one an initialize opened, of 2025.
-  HttpSession(ToolBackend& backend, bool legacy, bool stateless = false);
+  // peer: the address that opened it (CallContext::peer of its calls).
+  HttpSession(ToolBackend& backend, bool legacy, bool stateless = false,
+              const std::string& peer = "");
 
   bool legacy() const { return legacy_; }
 

@@ -58,7 +58,7 @@ std::optional<http::Response> CheckStatelessPost(
 }
 
 std::shared_ptr<HttpSession> StatelessCalls::Open(ToolBackend& backend, const std::string& client) {
-  auto session = std::make_shared<HttpSession>(backend, false, true);
+  auto session = std::make_shared<HttpSession>(backend, false, true, client);
   session->client = client;
   std::lock_guard<std::mutex> lock(mu_);
   live_.push_back(session);

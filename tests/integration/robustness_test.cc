@@ -145,6 +145,72 @@ TEST_F(RobustnessHttpTest, ADeepClientMessageIsRefusedWithItsIdOverHttp) {
   EXPECT_EQ(ok->status, 200) << ok->body;
 }
 
+// Point 10: shares keyed on the connection let a client that makes a
+// connection per call (every 2026-07-28 call is one) take every other
+// client's idle sessions, and a 2025 client holding 3 of 4 sessions took
+// another client's only one instead of its own. They key on the client (its
+// address and clientInfo name) now, and the one holding the most gives way.
+TEST_F(RobustnessHttpTest, FairSharesKeyOnTheClientNotTheConnection) {
+  Start({{"MCP_EXEC_MAX_PY_SESSIONS", "4"}});
+  auto initialize = [&](const std::string& name) {
+    json init = {{"jsonrpc", "2.0"},
+                 {"id", 1},
+                 {"method", "initialize"},
+                 {"params",
+                  {{"protocolVersion", "2025-06-18"},
+                   {"capabilities", json::object()},
+                   {"clientInfo", {{"name", name}, {"version", "1"}}}}}};
+    auto r = Client().Post("/mcp", With(kMcpHeaders), init.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    const std::string sid = r ? r->get_header_value("Mcp-Session-Id") : "";
+    Client().Post("/mcp", With(Session(sid)),
+                  R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "application/json");
+    return sid;
+  };
+  int next_id = 10;
+  auto cell = [&](const std::string& sid, const std::string& session) {
+    json req = {
+        {"jsonrpc", "2.0"},
+        {"id", next_id++},
+        {"method", "tools/call"},
+        {"params", {{"name", "exec"}, {"arguments", {{"code", "x = 1"}, {"session", session}}}}}};
+    auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    return r ? Message(r->body)["result"]["structuredContent"] : json();
+  };
+  const std::string y = initialize("client-y");
+  ASSERT_EQ(cell(y, "y1")["session_new"], true);  // the least recently used of all
+  const std::string x = initialize("client-x");
+  for (const char* name : {"x1", "x2", "x3"}) ASSERT_EQ(cell(x, name)["session_new"], true);
+  // The pool is full: x's fourth takes x's own oldest, not y's only one.
+  ASSERT_EQ(cell(x, "x4")["session_new"], true);
+  EXPECT_EQ(cell(x, "x1")["session_new"], true) << "x1 gave way (and x2 for it now)";
+  EXPECT_EQ(cell(y, "y1")["session_new"], false) << "y's only session stays";
+  // A 2026-07-28 client: a connection per call, one client all the same.
+  for (int i = 0; i < 3; ++i) {
+    json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                 {"io.modelcontextprotocol/clientCapabilities", json::object()},
+                 {"io.modelcontextprotocol/clientInfo", {{"name", "client-s"}, {"version", "1"}}}};
+    json req = {{"jsonrpc", "2.0"},
+                {"id", 100 + i},
+                {"method", "tools/call"},
+                {"params",
+                 {{"name", "exec"},
+                  {"arguments", {{"code", "x = 1"}, {"session", "new"}}},
+                  {"_meta", meta}}}};
+    httplib::Headers h = kMcpHeaders;
+    h.emplace("MCP-Protocol-Version", "2026-07-28");
+    h.emplace("Mcp-Method", "tools/call");
+    h.emplace("Mcp-Name", "exec");
+    h.emplace("Mcp-Param-Session", "new");
+    auto r = Client().Post("/mcp", With(h), req.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    EXPECT_EQ(Message(r->body)["result"]["structuredContent"]["session_new"], true) << r->body;
+  }
+  EXPECT_EQ(cell(y, "y1")["session_new"], false) << "y's only session outlived client-s's three";
+  EXPECT_GE(Metric("mcp_exec_session_evictions_total{table=\"python\"}"), 5);
+}
+
 // Point 3: a run's string against an upstream tool's "format": "date-time"
 // (100,000 characters) or "pattern" (50 KB) crashed the supervisor inside
 // std::regex. Patterns now run on RE2 and the formats on a scanner: the
