@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,13 +37,14 @@ std::string NewId() {
 const char* ResourceStore::UriPrefix() { return kUriPrefix; }
 
 std::unique_ptr<ResourceStore> ResourceStore::Create(const std::string& root, int64_t max_bytes,
-                                                     std::chrono::seconds ttl, std::string* error) {
+                                                     std::chrono::seconds ttl, int64_t keep_free,
+                                                     std::string* error) {
   std::string dir = MakePrivateDir(root, "mcp-exec-resources-");
   if (dir.empty()) {
     *error = "mkdtemp(" + root + "/mcp-exec-resources-XXXXXX): " + strerror(errno);
     return nullptr;
   }
-  return std::unique_ptr<ResourceStore>(new ResourceStore(dir, max_bytes, ttl));
+  return std::unique_ptr<ResourceStore>(new ResourceStore(dir, max_bytes, ttl, keep_free));
 }
 
 ResourceStore::~ResourceStore() {
@@ -53,28 +55,54 @@ ResourceStore::~ResourceStore() {
 }
 
 ResourceStore::Writer::~Writer() {
-  if (!committed_) Fail();
+  if (!committed_) Fail("it was not finished");
 }
 
-void ResourceStore::Writer::Fail() {
+void ResourceStore::Writer::Fail(std::string why) {
   if (!failed_ && !committed_) {
     failed_ = true;
+    why_ = std::move(why);
     fd_.Reset();
     unlink(store_->PathOf(id_).c_str());
     store_->Release(size_);
   }
 }
 
+std::string ResourceStore::FilesystemRoom(int64_t n) const {
+  if (keep_free_ <= 0) return "";
+  struct statvfs fs {};
+  if (statvfs(dir_.c_str(), &fs) != 0) return "";
+  const auto free_bytes = static_cast<int64_t>(fs.f_bavail * fs.f_frsize);
+  if (free_bytes - n >= keep_free_) return "";
+  return "its filesystem has " + std::to_string(free_bytes >> 20) +
+         " MiB free, and the store leaves " + std::to_string(keep_free_ >> 20) +
+         " MiB of it to the runs' own files";
+}
+
 bool ResourceStore::Writer::Write(const char* data, size_t n) {
   if (failed_ || committed_) return false;
   const auto add = static_cast<int64_t>(n);
-  bool room = size_ + add <= limit_;
-  if (room) {
+  if (size_ + add > limit_) {
+    Fail("it passed the " + std::to_string(limit_) + " bytes one stream or file may keep");
+    return false;
+  }
+  // The filesystem's free space, read at the first write and once a MiB.
+  if (checked_free_at_ < 0 || size_ + add - checked_free_at_ >= (int64_t{1} << 20)) {
+    checked_free_at_ = size_ + add;
+    if (std::string why = store_->FilesystemRoom(std::max<int64_t>(add, int64_t{1} << 20));
+        !why.empty()) {
+      Fail(why);
+      return false;
+    }
+  }
+  bool room;
+  {
     std::lock_guard<std::mutex> lock(store_->mu_);
     room = store_->ReserveLocked(add);
   }
   if (!room) {
-    Fail();
+    Fail("it does not fit in the store's " + std::to_string(store_->max_bytes_ >> 20) +
+         " MiB (MCP_EXEC_RESOURCE_STORE_MB) beside what is still being written");
     return false;
   }
   size_ += add;  // reserved: Fail() gives it back
@@ -82,7 +110,8 @@ bool ResourceStore::Writer::Write(const char* data, size_t n) {
     ssize_t w = write(fd_.get(), data, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      Fail();  // ENOSPC, EIO: the resource is lost, never served cut
+      // ENOSPC, EIO: the resource is lost, never served cut.
+      Fail(std::string("the disk refused it: ") + strerror(w < 0 ? errno : ENOSPC));
       return false;
     }
     data += w;

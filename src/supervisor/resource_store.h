@@ -25,9 +25,16 @@ class ResourceStore {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Creates its folder (mcp-exec-resources-XXXXXX, 0700) under root.
+  // Creates its folder (mcp-exec-resources-XXXXXX, 0700) under root. It
+  // never writes past max_bytes, nor where its filesystem would have fewer
+  // than keep_free bytes left (the runs' own files may live there).
   static std::unique_ptr<ResourceStore> Create(const std::string& root, int64_t max_bytes,
-                                               std::chrono::seconds ttl, std::string* error);
+                                               std::chrono::seconds ttl, std::string* error) {
+    return Create(root, max_bytes, ttl, 0, error);
+  }
+  static std::unique_ptr<ResourceStore> Create(const std::string& root, int64_t max_bytes,
+                                               std::chrono::seconds ttl, int64_t keep_free,
+                                               std::string* error);
   ~ResourceStore();
   ResourceStore(const ResourceStore&) = delete;
   ResourceStore& operator=(const ResourceStore&) = delete;
@@ -44,13 +51,17 @@ class ResourceStore {
     bool Write(const char* data, size_t n);
     bool failed() const { return failed_; }
     int64_t size() const { return size_; }
+    // Why it failed, in plain words ("" while it has not).
+    const std::string& why() const { return why_; }
 
    private:
     friend class ResourceStore;
     Writer(ResourceStore* store, std::string id, UniqueFd fd, int64_t limit)
         : store_(store), id_(std::move(id)), fd_(std::move(fd)), limit_(limit) {}
-    void Fail();
+    void Fail(std::string why);
     ResourceStore* store_;
+    std::string why_;
+    int64_t checked_free_at_ = -1;  // size_ when the filesystem's free space was last read
     std::string id_;
     UniqueFd fd_;
     int64_t limit_;
@@ -83,8 +94,10 @@ class ResourceStore {
   int64_t count() const;
 
  private:
-  ResourceStore(std::string dir, int64_t max_bytes, std::chrono::seconds ttl)
-      : dir_(std::move(dir)), max_bytes_(max_bytes), ttl_(ttl) {}
+  ResourceStore(std::string dir, int64_t max_bytes, std::chrono::seconds ttl, int64_t keep_free)
+      : dir_(std::move(dir)), max_bytes_(max_bytes), ttl_(ttl), keep_free_(keep_free) {}
+  // "" when n more bytes leave the filesystem keep_free_ free, else why not.
+  std::string FilesystemRoom(int64_t n) const;
   // Room for n more bytes, evicting the oldest; false if there is none.
   bool ReserveLocked(int64_t n);
   void DropExpiredLocked(Clock::time_point now);
@@ -95,6 +108,7 @@ class ResourceStore {
   const std::string dir_;
   const int64_t max_bytes_;
   const std::chrono::seconds ttl_;
+  const int64_t keep_free_;
   mutable std::mutex mu_;
   int64_t used_ = 0;
   std::map<std::string, Entry> entries_;  // by id

@@ -101,6 +101,8 @@ struct RunOutcome {
   // and size; empty when it was not kept: past the run's disk limit or the
   // store's bound).
   std::string stdout_uri, stderr_uri;
+  // A stream that lost bytes whose whole copy could not be kept: why.
+  std::string stdout_not_kept, stderr_not_kept;
   int64_t stdout_size = 0, stderr_size = 0;
   // From the results channel.
   std::vector<RunArtifact> images;  // in the order the run showed them

@@ -62,6 +62,7 @@ struct Executor::Stream {
   std::string last;  // at most 2 x tail_bytes while the run goes
   // Once it lost bytes: the whole stream, into the resource store.
   std::unique_ptr<ResourceStore::Writer> whole;
+  std::string not_kept;  // why the whole stream is not in the store
 };
 
 // The I/O of one launched run, until its runner is reaped and its output
@@ -169,14 +170,26 @@ struct Executor::RunIo {
     if (err.lost) outcome.stderr_tail = std::string(Utf8Tail(err.last, tail));
     Keep(out, "stdout.txt", &outcome.stdout_uri, &outcome.stdout_size);
     Keep(err, "stderr.txt", &outcome.stderr_uri, &outcome.stderr_size);
+    outcome.stdout_not_kept = out.not_kept;
+    outcome.stderr_not_kept = err.not_kept;
     results.Finish(&outcome);
   }
   // The whole of a stream that lost bytes, published in the store.
   void Keep(Stream& s, const char* name, std::string* uri, int64_t* size) {
-    if (!s.whole || !resources) return;
+    if (!s.lost) return;
+    if (!resources) {
+      s.not_kept = "MCP_EXEC_RESOURCE_STORE_MB is 0: no stream is kept whole";
+      return;
+    }
+    if (!s.whole) {
+      if (s.not_kept.empty()) s.not_kept = "the resource store could not make a file for it";
+      return;
+    }
     if (auto kept = resources->Commit(*s.whole, name, "text/plain")) {
       *uri = *kept;
       *size = s.whole->size();
+    } else {
+      s.not_kept = "the resource store could not keep it whole: " + s.whole->why();
     }
     s.whole.reset();
   }

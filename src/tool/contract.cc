@@ -123,7 +123,13 @@ json StreamExtrasSchema() {
          "(also a resource_link item), for resources/read until MCP_EXEC_RESOURCE_TTL_S "
          "passes"}}},
       {"stderr_resource",
-       {{"type", "string"}, {"description", "the same for stderr: the URI of the whole stream"}}}};
+       {{"type", "string"}, {"description", "the same for stderr: the URI of the whole stream"}}},
+      {"stdout_not_kept",
+       {{"type", "string"},
+        {"description",
+         "present when stdout lost bytes to the shared budget but its whole could not be kept "
+         "as a resource: why (the resource store's bound or its filesystem's free space)"}}},
+      {"stderr_not_kept", {{"type", "string"}, {"description", "the same for stderr"}}}};
 }
 }  // namespace
 
@@ -686,6 +692,8 @@ json StructuredResult(const ExecResult& r) {
   if (stdout_cut || stderr_cut) j["truncated"] = true;
   if (!r.stdout_uri.empty()) j["stdout_resource"] = r.stdout_uri;
   if (!r.stderr_uri.empty()) j["stderr_resource"] = r.stderr_uri;
+  if (!r.stdout_not_kept.empty()) j["stdout_not_kept"] = r.stdout_not_kept;
+  if (!r.stderr_not_kept.empty()) j["stderr_not_kept"] = r.stderr_not_kept;
   if (r.has_result) {
     j["result"] = RepairUtf8(r.result);
     if (r.result_truncated) j["result_truncated"] = true;

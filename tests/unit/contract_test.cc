@@ -354,6 +354,8 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.stderr_tail = "u";
   r.stdout_uri = "mcp-exec://resource/0/stdout.txt";
   r.stderr_uri = "mcp-exec://resource/1/stderr.txt";
+  r.stdout_not_kept = "the resource store could not keep it whole: full";
+  r.stderr_not_kept = "MCP_EXEC_RESOURCE_STORE_MB is 0: no stream is kept whole";
   r.has_result = r.result_truncated = true;
   r.result = "42";
   r.images.push_back({"", "image/png", "png"});
