@@ -1,6 +1,7 @@
 #include "base/config.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,15 +210,20 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_RESOURCE_STORE_MB", "--resource-store-mb", Default(&Config::resource_store_mb),
        "MiB",
        "disk for those resources together, in a folder under MCP_EXEC_WORKDIR_ROOT removed at "
-       "shutdown; the oldest go first to make room; 0: none are kept (such files are omitted)",
+       "shutdown; the oldest go first to make room; 0: none are kept (such files are omitted). "
+       "Default: a quarter of that folder's filesystem, at most 1024; whatever the bound, the "
+       "store leaves the runs' own files room on that filesystem (half of it, at most "
+       "MCP_EXEC_DISK_LIMIT_MB per concurrent run)",
        IntField(&Config::resource_store_mb, 0, 1048576)},
       {"MCP_EXEC_TASK_AFTER_S", "--task-after-s", Default(&Config::task_after_s), "seconds",
        "a call from a client that declared the tasks extension (io.modelcontextprotocol/tasks) "
        "still running after this is answered with a task to poll (tasks/get) while it runs on",
        IntField(&Config::task_after_s, 0, 3600)},
       {"MCP_EXEC_MAX_TASKS", "--max-tasks", Default(&Config::max_tasks), "tasks",
-       "tasks held at once, running or ended (an ended one keeps its result in memory for "
-       "MCP_EXEC_RESOURCE_TTL_S); past it calls are answered in place; 0: no tasks",
+       "tasks held at once, running or ended (an ended one keeps its result for "
+       "MCP_EXEC_RESOURCE_TTL_S: in memory up to 16 KiB, past that in the resource store on "
+       "disk); past it calls are answered in place; 0: no tasks. Default: one per 16 MiB of the "
+       "memory the server may use, 4 to 32",
        IntField(&Config::max_tasks, 0, 10000)},
       {"MCP_EXEC_MAX_IN_FILES", "--max-in-files", Default(&Config::max_in_files), "files",
        "files a call may pass in `files`", IntField(&Config::max_in_files, 0, 10000)},
@@ -472,6 +478,8 @@ void NoteSetter(Config& c, const char* name, const std::string& setter) {
   if (n == "MCP_EXEC_MAX_PY_SESSIONS") c.max_py_sessions_from = setter;
   if (n == "MCP_EXEC_MAX_PROCESSES") c.max_processes_from = setter;
   if (n == "MCP_EXEC_MOUNTS") c.mounts_from = setter;
+  if (n == "MCP_EXEC_RESOURCE_STORE_MB") c.resource_store_from = setter;
+  if (n == "MCP_EXEC_MAX_TASKS") c.max_tasks_from = setter;
 }
 
 // "default: 3/8 of <where>" when the share of the memory is below the
@@ -501,6 +509,15 @@ void DeriveDefaults(Config& c, const Resources& res) {
                                ? "default: one per 4 MiB of " + res.memory_from
                                : "default: " + std::to_string(Config{}.max_processes) +
                                      " (one per 4 MiB of " + res.memory_from + " is more)";
+  }
+  // Ended tasks keep small results in memory (big ones wait on disk): one
+  // per 16 MiB of memory, 4 to 32.
+  if (c.max_tasks_from.empty()) {
+    c.max_tasks = std::clamp<int64_t>(res.memory_mb / 16, 4, Config{}.max_tasks);
+    c.max_tasks_from = c.max_tasks < Config{}.max_tasks
+                           ? "default: one per 16 MiB of " + res.memory_from
+                           : "default: " + std::to_string(Config{}.max_tasks) +
+                                 " (one per 16 MiB of " + res.memory_from + " is more)";
   }
   if (c.max_py_sessions_from.empty()) {
     c.max_py_sessions = DefaultMaxPySessions(res.memory_mb, c.memory_limit_mb);
@@ -562,6 +579,29 @@ std::string LendPythonSite(Config* config, const std::map<std::string, std::stri
     if (!system) c.mounts.push_back({dir, dir, false, true});
   }
   return "";
+}
+
+// The resource store lives on the workdir root's filesystem, beside the
+// runs' own files where runs have no tmpfs of their own (Docker's posture:
+// a 64 MiB /tmp). Its default bound is a quarter of that filesystem (at
+// most 1024 MiB), and it always leaves free what the runs may need: half
+// the filesystem, at most MCP_EXEC_DISK_LIMIT_MB per concurrent run. One
+// run's 55 MiB stdout had filled a 64 MiB /tmp for 15 minutes.
+void ResourceStoreShare(Config& c) {
+  struct statvfs fs {};
+  const int64_t fs_mb = statvfs(c.workdir_root.c_str(), &fs) == 0
+                            ? static_cast<int64_t>((fs.f_blocks * fs.f_frsize) >> 20)
+                            : 0;
+  c.resource_store_keep_free_mb = std::min(fs_mb / 2, c.disk_limit_mb * c.max_concurrent);
+  if (!c.resource_store_from.empty() || fs_mb == 0) return;
+  const int64_t quarter = fs_mb / 4;
+  c.resource_store_mb = std::min<int64_t>(Config{}.resource_store_mb, quarter);
+  c.resource_store_from = quarter < Config{}.resource_store_mb
+                              ? "default: a quarter of " + c.workdir_root + "'s filesystem (" +
+                                    std::to_string(fs_mb) + " MiB)"
+                              : "default: " + std::to_string(Config{}.resource_store_mb) +
+                                    " MiB (a quarter of " + c.workdir_root +
+                                    "'s filesystem is more)";
 }
 
 // The server makes its directories inside the root, never the root itself
@@ -696,6 +736,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
     r.error = err;
     return r;
   }
+  ResourceStoreShare(c);
   r.config = c;
   return r;
 }

@@ -89,7 +89,10 @@ struct Config {
   // variable or flag that set it, or what its default was derived from (the
   // cgroup's CPU quota and memory limit, the CPU affinity; base/resources.h).
   std::string max_concurrent_from, memory_limit_from, disk_limit_from, max_py_sessions_from,
-      max_processes_from;
+      max_processes_from, resource_store_from, max_tasks_from;
+  // What the resource store leaves free on its filesystem for the runs'
+  // own files (derived at start: ResourceStoreShare).
+  int64_t resource_store_keep_free_mb = 0;
   // Settings the server starts with but applies otherwise than written, or
   // that drop something (the Go server's meanings, kept for its configs):
   // one plain line each, for the start log and doctor.

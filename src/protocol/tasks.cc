@@ -74,6 +74,15 @@ void TaskStore::Finish(const std::string& id, json result) {
     t.message = tool_error ? "the call ended with a tool error; it is in result"
                            : "the call finished; its result is in result";
   }
+  if (options_.spill) {
+    std::string text = result.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > options_.spill_over_bytes) {
+      if (auto key = options_.spill->Save(text)) {
+        t.spilled = std::move(*key);
+        result = nullptr;
+      }
+    }
+  }
   t.result = std::move(result);
   --working_;
   log::Info("task_ended", {{"status", t.status}, {"seconds", Ms(*t.ended - t.created) / 1000.0}});
@@ -97,7 +106,20 @@ json TaskStore::DescribeLocked(const std::string& id, const Task& t, Clock::time
       {"pollIntervalMs", options_.poll.count()},
   };
   // A cancelled task keeps what its run printed until the cancel took it.
-  if (t.ended) task["result"] = t.result;
+  if (t.ended && t.spilled.empty()) task["result"] = t.result;
+  if (t.ended && !t.spilled.empty()) {
+    std::optional<std::string> text = options_.spill->Load(t.spilled);
+    json result = text ? json::parse(*text, nullptr, false) : json();
+    if (!text || result.is_discarded()) {
+      result = {{"content",
+                 {{{"type", "text"},
+                   {"text",
+                    "this task's result was kept on disk and is gone (the resource store made "
+                    "room for newer resources, MCP_EXEC_RESOURCE_STORE_MB); run the call again"}}}},
+                {"isError", true}};
+    }
+    task["result"] = std::move(result);
+  }
   return task;
 }
 

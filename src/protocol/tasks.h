@@ -10,7 +10,9 @@
 // bearer of the task (128 random bits; there is no tasks/list). A task holds
 // its result in memory until MCP_EXEC_RESOURCE_TTL_S after its run ended (so
 // that the resource links in the result outlive it no sooner than it does);
-// MCP_EXEC_MAX_TASKS bounds how many are held.
+// MCP_EXEC_MAX_TASKS bounds how many are held. A result past a few KiB
+// waits on disk (TaskResultSpill: the server's resource store), not in the
+// supervisor's memory: 32 ended tasks of 26 MiB each had held 830 MiB.
 #pragma once
 
 #include <chrono>
@@ -34,12 +36,26 @@ inline bool IsTaskMethod(const std::string& method) {
   return method == "tasks/get" || method == "tasks/cancel" || method == "tasks/update";
 }
 
+// Where an ended task's big result waits for tasks/get: out of memory.
+class TaskResultSpill {
+ public:
+  virtual ~TaskResultSpill() = default;
+  // Keeps the bytes; the key to load them by, or nullopt when they cannot be
+  // kept (the task then holds its result in memory).
+  virtual std::optional<std::string> Save(const std::string& bytes) = 0;
+  // The bytes kept under key; nullopt when they are gone.
+  virtual std::optional<std::string> Load(const std::string& key) = 0;
+};
+
 struct TaskOptions {
   std::chrono::milliseconds after{5000};   // a call still running then becomes a task
   int64_t max_tasks = 32;                  // held at once, working or ended; 0: none
   std::chrono::milliseconds keep{900000};  // an ended task is kept that long
   std::chrono::milliseconds run_bound{0};  // the longest a run still goes (for ttlMs)
   std::chrono::milliseconds poll{1000};    // pollIntervalMs
+  // Results longer than this (as JSON) go to the spill, when there is one.
+  size_t spill_over_bytes = 16384;
+  std::shared_ptr<TaskResultSpill> spill;
 };
 
 class TaskStore {
@@ -91,6 +107,7 @@ class TaskStore {
     std::optional<Clock::time_point> ended;
     bool cancel_asked = false;
     nlohmann::json result;
+    std::string spilled;  // the spill's key of the result, when it is there
   };
   nlohmann::json DescribeLocked(const std::string& id, const Task& t, Clock::time_point now) const;
   void ExpireLocked(Clock::time_point now);

@@ -74,7 +74,13 @@ json LimitsJson(const Config& c) {
             {"memory_limit_mb", c.memory_limit_from},
             {"disk_limit_mb", c.disk_limit_from},
             {"max_py_sessions", c.max_py_sessions_from},
-            {"max_processes", c.max_processes_from}}},
+            {"max_processes", c.max_processes_from},
+            {"resource_store_mb", c.resource_store_from},
+            {"max_tasks", c.max_tasks_from}}},
+          {"resource_store",
+           {{"max_mb", c.resource_store_mb},
+            {"keeps_free_mb", c.resource_store_keep_free_mb},
+            {"ttl_s", c.resource_ttl_s}}},
           {"py_session",
            {{"max_live", c.max_py_sessions},
             {"idle_s", c.py_session_idle_s},
@@ -97,6 +103,10 @@ std::string LimitsText(const Config& c) {
     << c.disk_limit_mb << " MiB: " << c.disk_limit_from << "; " << c.max_py_sessions
     << " Python sessions: " << c.max_py_sessions_from << "; " << c.max_processes
     << " processes: " << c.max_processes_from << "\n";
+  o << "  resources (whole streams, big out/ files): at most " << c.resource_store_mb << " MiB ("
+    << (c.resource_store_from.empty() ? "MCP_EXEC_RESOURCE_STORE_MB" : c.resource_store_from)
+    << "), leaving " << c.resource_store_keep_free_mb << " MiB of " << c.workdir_root
+    << "'s filesystem free for the runs, kept " << c.resource_ttl_s << " s\n";
   o << "  Python sessions: at most " << c.max_py_sessions << " live; ended after "
     << c.py_session_idle_s << " s idle or " << c.py_session_max_s
     << " s of life (also its CPU budget); a cell that ignores KeyboardInterrupt for "

@@ -109,7 +109,8 @@ bool Executor::Init(bool shared_dev_shm, std::string* error) {
   chmod(base_dir_.c_str(), 0711);  // runners may run as another uid: they traverse, never list
   if (config_.resource_store_mb > 0) {
     resources_ = ResourceStore::Create(config_.workdir_root, config_.resource_store_mb << 20,
-                                       std::chrono::seconds(config_.resource_ttl_s), error);
+                                       std::chrono::seconds(config_.resource_ttl_s),
+                                       config_.resource_store_keep_free_mb << 20, error);
     if (!resources_) return false;
   }
   cleaner_ = std::thread([this] { CleanerLoop(); });

@@ -15,8 +15,44 @@ using json = nlohmann::json;
 
 namespace {
 
-TaskOptions TaskOptionsFor(const Config& c) {
+// Reads [begin, end) of an open file; false on a short read.
+bool ReadRange(int fd, int64_t begin, int64_t end, std::string* out) {
+  out->assign(static_cast<size_t>(end - begin), '\0');
+  size_t got = 0;
+  while (got < out->size()) {
+    ssize_t n = pread(fd, out->data() + got, out->size() - got,
+                      static_cast<off_t>(begin + static_cast<int64_t>(got)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// A task's result kept in the resource store (its TTL is the task's).
+class StoreSpill : public TaskResultSpill {
+ public:
+  explicit StoreSpill(ResourceStore* store) : store_(store) {}
+  std::optional<std::string> Save(const std::string& bytes) override {
+    auto w = store_->Begin(static_cast<int64_t>(bytes.size()));
+    if (!w || !w->Write(bytes.data(), bytes.size())) return std::nullopt;
+    return store_->Commit(*w, "task-result.json", "application/json");
+  }
+  std::optional<std::string> Load(const std::string& key) override {
+    auto opened = store_->Open(key);
+    if (!opened) return std::nullopt;
+    std::string out;
+    if (!ReadRange(opened->second.get(), 0, opened->first.size, &out)) return std::nullopt;
+    return out;
+  }
+
+ private:
+  ResourceStore* store_;
+};
+
+TaskOptions TaskOptionsFor(const Config& c, ResourceStore* store) {
   TaskOptions o;
+  if (store) o.spill = std::make_shared<StoreSpill>(store);
   o.after = std::chrono::seconds(c.task_after_s);
   o.max_tasks = c.max_tasks;
   // A task's result lasts as long as the resources its links name.
@@ -38,7 +74,7 @@ ExecBackend::ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& 
       sessions_(sessions),
       metrics_(metrics),
       sandbox_summary_(std::move(sandbox_summary)),
-      tasks_(TaskOptionsFor(config)) {}
+      tasks_(TaskOptionsFor(config, executor.resources())) {}
 
 bool ExecBackend::Ready() const {
   return zygote_.WaitReady(0) && SandboxRefusal(zygote_.report()).empty() &&
@@ -75,20 +111,6 @@ json ExecBackend::ToolDescriptor() const {
 }
 
 namespace {
-
-// Reads [begin, end) of an open file; false on a short read.
-bool ReadRange(int fd, int64_t begin, int64_t end, std::string* out) {
-  out->assign(static_cast<size_t>(end - begin), '\0');
-  size_t got = 0;
-  while (got < out->size()) {
-    ssize_t n = pread(fd, out->data() + got, out->size() - got,
-                      static_cast<off_t>(begin + static_cast<int64_t>(got)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    got += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Where part k ends (k parts in): k x kResourcePartBytes, moved back to the
 // start of a UTF-8 character (at most 3 bytes), so that a text resource's

@@ -312,3 +312,56 @@ TEST(SessionTaskTest, TheLegacyEraDeclaresPerRequest) {
 
 }  // namespace
 }  // namespace mcpexec
+
+namespace mcpexec {
+namespace {
+
+// Issue 36, point 12: a finished task held its whole result in memory
+// (about 26 MiB for a big one, 830 MiB at 32 tasks). A result past the
+// spill's threshold waits in the spill (the resource store, on disk) and
+// comes back whole from tasks/get; one the spill lost says so.
+class MemorySpill : public TaskResultSpill {
+ public:
+  std::optional<std::string> Save(const std::string& bytes) override {
+    if (refuse) return std::nullopt;
+    kept["k" + std::to_string(kept.size())] = bytes;
+    return "k" + std::to_string(kept.size() - 1);
+  }
+  std::optional<std::string> Load(const std::string& key) override {
+    auto it = kept.find(key);
+    if (it == kept.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> kept;
+  bool refuse = false;
+};
+
+TEST(TaskStoreTest, ABigResultWaitsInTheSpillAndComesBackWhole) {
+  auto spill = std::make_shared<MemorySpill>();
+  TaskOptions o = Quick();
+  o.spill = spill;
+  o.spill_over_bytes = 1024;
+  TaskStore store(o);
+  std::string small_id, big_id, lost_id, kept_id;
+  for (std::string* id : {&small_id, &big_id, &lost_id, &kept_id}) {
+    ASSERT_TRUE(store.Create(std::make_shared<CancelToken>(), id));
+  }
+  const json big = {{"content", {{{"type", "text"}, {"text", std::string(1 << 20, 'x')}}}},
+                    {"isError", false}};
+  store.Finish(small_id, {{"content", json::array()}, {"isError", false}});
+  store.Finish(big_id, big);
+  EXPECT_EQ(spill->kept.size(), 1u) << "only the big one";
+  EXPECT_EQ((*store.Get(big_id))["result"], big);
+  EXPECT_EQ((*store.Get(small_id))["result"]["isError"], false);
+  store.Finish(lost_id, big);
+  spill->kept.erase("k1");
+  json lost = (*store.Get(lost_id))["result"];
+  EXPECT_EQ(lost["isError"], true);
+  EXPECT_NE(lost["content"][0]["text"].get<std::string>().find("is gone"), std::string::npos);
+  spill->refuse = true;  // the spill is full: the result stays in memory
+  store.Finish(kept_id, big);
+  EXPECT_EQ((*store.Get(kept_id))["result"], big);
+}
+
+}  // namespace
+}  // namespace mcpexec
