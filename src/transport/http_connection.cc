@@ -156,6 +156,7 @@ void Connection::OnHeader(error_code ec) {
                          std::to_string(limits_.max_header_bytes) + " bytes)");
   }
   if (ec) return IsParseError(ec) ? Fail(400, "malformed request") : CloseNow();
+  if (counted_) server_.Proven(this, client_);
 
   req.client = client_;
   size_t q = req.target.find('?');

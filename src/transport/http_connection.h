@@ -113,12 +113,27 @@ struct Server::Impl {
   void Accept();
   void OnAccepted(tcp::socket socket);
   void Unregister(Connection* c, const std::string& client, bool counted);
+  // A connection's first request head is in: it no longer counts as
+  // unproven.
+  void Proven(Connection* c, const std::string& client);
+  void ForgetUnprovenLocked(const std::string& client);
+  // The oldest connection still without a request (of `client`, if given).
+  std::shared_ptr<Connection> OldestUnprovenLocked(const std::string* client);
+  size_t MaxUnproven() const {
+    return limits.max_unproven ? limits.max_unproven
+                               : std::max<size_t>(8, limits.max_connections / 4);
+  }
 
   Handler& handler;
   const Limits limits;
   mutable std::mutex mu;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> conns;  // within the limits
   std::map<std::string, size_t> per_client;
+  // Connections with no request head yet: per address, and oldest first
+  // (entries of connections since proven or gone are skipped lazily).
+  std::map<std::string, size_t> unproven_per_client;
+  std::deque<std::weak_ptr<Connection>> unproven;
+  size_t unproven_count = 0;
   std::atomic<int> refusing{0};  // connections being told 429 or 503
   std::atomic<bool> stopped{false};
   WorkerPool workers;
@@ -271,6 +286,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<RequestParser> parser_;
   const std::string client_;
   const bool counted_;
+
+ public:
+  std::atomic<bool> proven_{false};  // its first request head came (Server::Impl::Proven)
+  const std::string& client() const { return client_; }
+
+ private:
   Phase phase_ = Phase::kReading;
   Deadline armed_ = Deadline::kNone, timed_out_ = Deadline::kNone;
   uint64_t generation_ = 0;

@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include "base/log.h"
 #include "transport/http_connection.h"
 
 namespace mcpexec::http {
@@ -128,20 +129,47 @@ void Server::Impl::OnAccepted(tcp::socket socket) {
   }
   std::string client = addr.to_string();
   socket.set_option(tcp::no_delay(true), ec);  // events are small: no 40 ms Nagle stalls
-  std::shared_ptr<Connection> conn;
+  std::shared_ptr<Connection> conn, evict;
   int refuse = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto it = per_client.find(client);
-    if (conns.size() >= limits.max_connections) {
-      refuse = 503;
-    } else if (it != per_client.end() && it->second >= limits.max_connections_per_client) {
-      refuse = 429;
-    } else {
+    const size_t held = per_client.count(client) ? per_client[client] : 0;
+    const size_t waiting = unproven_per_client.count(client) ? unproven_per_client[client] : 0;
+    if (held >= limits.max_connections_per_client || waiting >= limits.max_unproven_per_client) {
+      // The address is at its bound: its own oldest connection that has
+      // not sent a request gives way (a client reconnecting churns only its
+      // own slots); with none, the newcomer is refused.
+      evict = OldestUnprovenLocked(&client);
+      if (!evict) refuse = 429;
+    } else if (unproven_count >= MaxUnproven() || conns.size() >= limits.max_connections) {
+      // The server is full, or full of connections with no request yet: the
+      // oldest one of the address holding the most of those gives way. A
+      // connection that sent its request is never closed for a newcomer.
+      std::string most;
+      size_t most_n = 0;
+      for (const auto& [who, n] : unproven_per_client) {
+        if (n > most_n) most = who, most_n = n;
+      }
+      if (most_n > 0) evict = OldestUnprovenLocked(&most);
+      if (!evict && conns.size() >= limits.max_connections) refuse = 503;
+    }
+    if (!refuse) {
       conn = std::make_shared<Connection>(*this, std::move(socket), client, true);
       conns[conn.get()] = conn;
       ++per_client[client];
+      ++unproven_per_client[client];
+      ++unproven_count;
+      unproven.push_back(conn);
     }
+  }
+  if (evict) {
+    // No longer waiting from now on: the next newcomer picks another.
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!evict->proven_.exchange(true)) ForgetUnprovenLocked(evict->client());
+    }
+    log::Info("http_unproven_evicted", {{"unproven", MaxUnproven()}});
+    evict->Shutdown();
   }
   if (!refuse) return conn->Start();
   // Telling each refused client why costs a little time; past a bound the
@@ -168,6 +196,33 @@ void Server::Impl::Unregister(Connection* c, const std::string& client, bool cou
   conns.erase(c);
   auto it = per_client.find(client);
   if (it != per_client.end() && --it->second == 0) per_client.erase(it);
+  if (!c->proven_.exchange(true)) ForgetUnprovenLocked(client);
+}
+
+void Server::Impl::Proven(Connection* c, const std::string& client) {
+  if (c->proven_.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(mu);
+  ForgetUnprovenLocked(client);
+}
+
+std::shared_ptr<Connection> Server::Impl::OldestUnprovenLocked(const std::string* client) {
+  for (const auto& w : unproven) {
+    auto c = w.lock();
+    if (c && !c->proven_ && (!client || c->client() == *client)) return c;
+  }
+  return nullptr;
+}
+
+void Server::Impl::ForgetUnprovenLocked(const std::string& client) {
+  auto it = unproven_per_client.find(client);
+  if (it != unproven_per_client.end() && --it->second == 0) unproven_per_client.erase(it);
+  if (unproven_count > 0) --unproven_count;
+  // Drop what no longer waits from the front, so the queue stays short.
+  while (!unproven.empty()) {
+    auto front = unproven.front().lock();
+    if (front && !front->proven_) break;
+    unproven.pop_front();
+  }
 }
 
 Server::Server(Handler& handler, Limits limits) : impl_(std::make_unique<Impl>(handler, limits)) {}

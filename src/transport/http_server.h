@@ -33,6 +33,15 @@ struct Limits {
   uint64_t max_body_bytes = 1 << 20;  // after chunked decoding
   size_t max_connections = 1024;
   size_t max_connections_per_client = 256;
+  // Connections that have not yet sent a whole request head ("unproven":
+  // silent, or trickling their header) would hold a slot each until
+  // header_timeout. An address holds at most max_unproven_per_client of
+  // them (its newest displaces its oldest), and all together at most
+  // max_unproven (0: a quarter of max_connections, at least 8): past that,
+  // or with every slot taken, the oldest of the address holding the most
+  // gives way. Reconnecting silent sockets cannot keep anyone else out.
+  size_t max_unproven_per_client = 8;
+  size_t max_unproven = 0;
   // A kept-alive connection with no byte of a next request for this long is
   // closed without a word.
   std::chrono::milliseconds idle_timeout{5000};

@@ -36,12 +36,13 @@ const httplib::Headers kMcpHeaders = {{"Accept", "application/json, text/event-s
 const char* const kInit =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"integration-test","version":"1"}}})";
 
-void HttpServerTest::Start(Env env, const std::string& transport) {
+void HttpServerTest::Start(Env env, const std::string& transport,
+                           const std::vector<std::string>& wrapper) {
   port_ = FreePort();
   env["MCP_EXEC_TRANSPORT"] = transport;
   env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
   token_ = env.count("MCP_EXEC_AUTH_TOKEN") ? env["MCP_EXEC_AUTH_TOKEN"] : "";
-  server_ = std::make_unique<ServerProcess>(env);
+  server_ = std::make_unique<ServerProcess>(env, std::vector<std::string>{}, wrapper);
   ASSERT_TRUE(WaitUntil(
       [&] {
         auto r = Client().Get("/readyz");

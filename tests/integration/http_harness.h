@@ -26,7 +26,9 @@ class HttpServerTest : public ::testing::Test {
  protected:
   // Starts the server on a free port and waits until /readyz says 200. An
   // MCP_EXEC_AUTH_TOKEN in env is sent with every request of Client().
-  void Start(Env env = {}, const std::string& transport = "http");
+  // wrapper: a command the server runs under (ServerProcess's).
+  void Start(Env env = {}, const std::string& transport = "http",
+             const std::vector<std::string>& wrapper = {});
   httplib::Client Client();
   // h plus the token, if the server has one.
   httplib::Headers With(httplib::Headers h);

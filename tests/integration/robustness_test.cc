@@ -8,10 +8,14 @@
 // tools' schemas hold "format": "date-time", a "pattern" and
 // "patternProperties".
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "http_harness.h"
 #include "server_process.h"
@@ -209,6 +213,41 @@ TEST_F(RobustnessHttpTest, FairSharesKeyOnTheClientNotTheConnection) {
   }
   EXPECT_EQ(cell(y, "y1")["session_new"], false) << "y's only session outlived client-s's three";
   EXPECT_GE(Metric("mcp_exec_session_evictions_total{table=\"python\"}"), 5);
+}
+
+// Point 13: connections that never finish their header held every slot
+// (1,024) for the header timeout, and reconnecting kept everyone out without
+// a token. Each address holds at most 8 such connections (its newest
+// displace its oldest), and past a quarter of the slots the oldest of the
+// address holding the most gives way: a client that sends its request is
+// served while 15 other addresses hold silent sockets.
+TEST_F(RobustnessHttpTest, SilentConnectionsCannotKeepOthersOut) {
+  // 700 descriptors: about 108 connection slots (the server keeps the rest
+  // for runs), so 14 addresses of 8 silent sockets could fill them all.
+  Start({}, "http", {"/usr/bin/prlimit", "--nofile=700:700", "--"});
+  // An address's ninth silent connection displaces its first (closed at
+  // once, not at the 10 s header timeout).
+  std::vector<int> silent;
+  for (int i = 0; i < 9; ++i) silent.push_back(ConnectRaw("127.0.0.200"));
+  pollfd first{silent[0], POLLIN, 0};
+  ASSERT_EQ(poll(&first, 1, 5000), 1) << "the first of the address is closed";
+  char buf[64];
+  EXPECT_EQ(read(silent[0], buf, sizeof buf), 0) << "without a word";
+  // 14 more addresses of 8 silent connections each.
+  for (int a = 2; a < 16; ++a) {
+    const std::string from = "127.0.0." + std::to_string(a);
+    for (int i = 0; i < 8; ++i) {
+      int fd = ConnectRaw(from.c_str());
+      if (fd >= 0) silent.push_back(fd);
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Client().Get("/healthz");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r) << "no answer beside " << silent.size() << " silent connections";
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_LT(took, 5.0) << "served before the silent sockets' header timeout (10 s)";
+  for (int fd : silent) close(fd);
 }
 
 // Point 3: a run's string against an upstream tool's "format": "date-time"
