@@ -1237,14 +1237,49 @@ def _time(stmt, namespace):
                                                _format_seconds(time.perf_counter() - wall)))
 
 
+def _statement_lines(code):
+    """The numbers (1-based) of the lines where a statement starts: not inside
+    a string that spans lines, nor inside brackets, nor after a backslash.
+    Read with tokenize; past a point it cannot read, every line counts."""
+    import io
+    import tokenize
+
+    starts, seen, depth, at_start, last = set(), set(), 0, True, 0
+    skip = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENCODING, tokenize.ENDMARKER)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            line = tok.start[0]
+            last = max(last, tok.end[0])
+            if line not in seen:
+                seen.add(line)
+                if at_start and depth == 0:
+                    starts.add(line)
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                depth = max(depth - 1, 0)
+            if tok.type == tokenize.NEWLINE or (tok.type == tokenize.NL and depth == 0):
+                at_start = True
+            elif tok.type not in skip:
+                at_start = False
+    except (tokenize.TokenError, SyntaxError):
+        # Past what tokenize could read, any line may start a statement.
+        starts.update(range(last + 1, code.count("\n") + 2))
+    return starts
+
+
 def _translate_magics(code):
-    """The code with each line that starts (after indentation) with ! or %
-    made a call: only tried when the code as written is not Python, so no
-    Python code changes meaning. None when no line does."""
+    """The code with each line that starts a statement with ! or % (after
+    its indentation) made a call: only tried when the code as written is not
+    Python, so no Python code changes meaning, and never inside a string
+    (a docstring's "%d" or a literal's "!") or a bracket. None when no line
+    does."""
     out, changed = [], False
-    for line in code.splitlines(keepends=True):
+    starts = _statement_lines(code)
+    for number, line in enumerate(code.splitlines(keepends=True), 1):
         m = _MAGIC_LINE.match(line.rstrip("\r\n"))
-        if m and m.group(3).strip():
+        if m and m.group(3).strip() and number in starts:
             indent, sigil, rest = m.groups()
             if sigil == "!":
                 call = "__mcp_exec_shell__(%r)" % rest

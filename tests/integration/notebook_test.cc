@@ -56,6 +56,19 @@ TEST_F(NotebookTest, BangRunsAShellCommandWithItsOutput) {
   EXPECT_EQ(r["stdout"], "3\n") << r.dump();
 }
 
+// Issue 36, point 14: the notebook rewrite changed `!` and `%` lines inside
+// triple-quoted strings and brackets; it reads only lines that start a
+// statement now.
+TEST_F(NotebookTest, LinesInsideStringsAndBracketsAreNeverRewritten) {
+  json r = s().Exec(
+      "template = \"\"\"\n!not a command\n%d of %s\n\"\"\"\n"
+      "!echo shell\n"
+      "x = (7\n% 4)\n"
+      "print(repr(template), x)");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_EQ(r["stdout"], "shell\n'\\n!not a command\\n%d of %s\\n' 3\n") << r.dump();
+}
+
 TEST_F(NotebookTest, TimeitAndTimeTime) {
   json r = s().Exec("%timeit sum(range(100))");
   EXPECT_EQ(r["exit_code"], 0) << r.dump();
