@@ -381,8 +381,11 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg, htt
   }
   const bool listen = msg["method"] == "subscriptions/listen";
   if (listen && !ReserveStream()) {
-    return ex.Reply(JsonRpcHttpError(503, jsonrpc::kInternalError,
-                                     "too many open streams (MCP_EXEC_MAX_STREAMS)"));
+    return ex.Reply(JsonRpcHttpError(
+        503, jsonrpc::kInternalError,
+        "too many open streams (MCP_EXEC_MAX_STREAMS=" + std::to_string(config_.max_streams) +
+            "); retry when one closes",
+        msg["id"]));
   }
   auto session = stateless_.Open(tools_, req.client);
   const json id = msg["id"];

@@ -282,6 +282,24 @@ TEST_F(StatelessHttpTest, ListenIsAcknowledgedFirstAndClosedWithTheServer) {
   EXPECT_EQ(server_->Wait(20000), 0);
 }
 
+// Issue 36, point 15: a listen refused past the stream bound answered 503
+// with id null; the id is kept, and the bound named.
+TEST_F(StatelessHttpTest, AListenPastTheStreamBoundIsRefusedWithItsId) {
+  Start({{"MCP_EXEC_MAX_STREAMS", "1"}});
+  json first =
+      Request("sub-a", "subscriptions/listen", {{"notifications", {{"toolsListChanged", true}}}});
+  int fd = RawPost(first, HeadersFor(first));
+  ASSERT_GE(fd, 0);
+  ASSERT_NE(ReadUntil(fd, "acknowledged", 5000).find("acknowledged"), std::string::npos);
+  json second =
+      Request("sub-b", "subscriptions/listen", {{"notifications", {{"toolsListChanged", true}}}});
+  ExpectRefused(Post(second), 503, -32603, "sub-b");
+  auto r = Post(second);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->body.find("MCP_EXEC_MAX_STREAMS=1"), std::string::npos) << r->body;
+  close(fd);
+}
+
 // The 2025 era in the same process, and the token in both.
 TEST_F(StatelessHttpTest, BothErasServeTheSameProcessAndTheTokenHoldsInBoth) {
   Start({{"MCP_EXEC_AUTH_TOKEN", "s3cret-token"}});
