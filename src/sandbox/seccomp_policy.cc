@@ -4,15 +4,20 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -150,7 +155,6 @@ constexpr Row kEvents[] = {
 
 // Landlock scoping (or the pid namespace) keeps signals inside the run.
 constexpr Row kSignals[] = {
-    {"rt_sigaction", kAllow, "signal.signal(); Python's SIGINT and faulthandler handlers"},
     {"rt_sigprocmask", kAllow,
      "signal.pthread_sigmask; glibc blocks signals around fork and threads"},
     {"rt_sigreturn restart_syscall", kAllow,
@@ -301,6 +305,30 @@ constexpr Condition Ioctl(Named request) { return MaskedEq(1, "request", kLow32,
 constexpr Condition PrctlOption(Named option) { return Eq(0, "option", option); }
 
 constexpr ArgRule kArgRules[] = {
+    // rt_sigaction for every signal but SIGSYS (31): the handler of the
+    // sandbox's own names the call a killed run made, and stays. The kernel
+    // reads signum as an int, so the rules look at its low bits only: a
+    // signal whose five low bits are not all set (31, 63: SIGRTMIN+29) may
+    // be handled; those two may only be queried.
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {1, "1"}, {0, "0"})},
+     "signal.signal(); Python's SIGINT and faulthandler handlers (every signal but 31 and 63)"},
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {2, "2"}, {0, "0"})},
+     "signal.signal() of a signal with bit 2 clear: never SIGSYS"},
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {4, "4"}, {0, "0"})},
+     "signal.signal() of a signal with bit 4 clear: never SIGSYS"},
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {8, "8"}, {0, "0"})},
+     "signal.signal() of a signal with bit 8 clear: never SIGSYS"},
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {16, "16"}, {0, "0"})},
+     "signal.signal() of a signal with bit 16 clear: never SIGSYS"},
+    {"rt_sigaction",
+     {MaskedEq(0, "signum", {31, "0x1f"}, {31, "0x1f (SIGSYS, 63)"}),
+      Eq(1, "act", {0, "NULL (the query)"})},
+     "signal.getsignal(SIGSYS); setting a handler for it stays EPERM"},
     {"clone",
      {MaskedEq(0, "flags", kCloneNamespaceFlags, {0, "0"})},
      "pthread_create, fork() and subprocess's vfork go through clone; never a new namespace"},
@@ -425,7 +453,7 @@ uint32_t ToLibseccomp(Action action) {
     case kErrnoEnosys:
       return SCMP_ACT_ERRNO(ENOSYS);
     case kKill:
-      return SCMP_ACT_KILL_PROCESS;
+      return SCMP_ACT_TRAP;  // the handler names the call, then the process dies
   }
   return SCMP_ACT_ERRNO(EPERM);
 }
@@ -618,7 +646,55 @@ std::string Check(const Policy& policy) {
   return "";
 }
 
+namespace {
+
+// The killed calls' messages, made in the zygote (Prepare) and read by the
+// SIGSYS handler of every runner: nothing is allocated in the handler.
+struct KilledCall {
+  int nr = -1;
+  char text[256] = {};
+  size_t len = 0;
+};
+std::array<KilledCall, 32> g_killed;
+size_t g_killed_count = 0;
+
+void NoteKilledCalls(const Policy& policy) {
+  g_killed_count = 0;
+  for (const Group& group : policy.groups) {
+    for (const Row& row : group.rows) {
+      if (row.action != kKill) continue;
+      for (const std::string& name : SyscallNames(row)) {
+        const int nr = seccomp_syscall_resolve_name(name.c_str());
+        if (nr < 0 || g_killed_count == g_killed.size()) continue;
+        KilledCall& k = g_killed[g_killed_count++];
+        k.nr = nr;
+        const int n = snprintf(k.text, sizeof k.text,
+                               "\nmcp-exec: the sandbox ended this run at system call %s (number "
+                               "%d), which is never allowed here: %s\n",
+                               name.c_str(), nr, row.why);
+        k.len = std::min(static_cast<size_t>(std::max(n, 0)), sizeof k.text - 1);
+      }
+    }
+  }
+}
+
+// SIGSYS from the filter's trap: which call, to the run's stderr; then the
+// same call again, which (SIGSYS being blocked in its own handler) the
+// kernel answers with SIGSYS's default action: the process dies of it.
+void NameTheCallAndDie(int sig, siginfo_t* info, void*) {
+  const int nr = info->si_syscall;
+  for (size_t i = 0; i < g_killed_count; ++i) {
+    if (g_killed[i].nr == nr) (void)!write(STDERR_FILENO, g_killed[i].text, g_killed[i].len);
+  }
+  syscall(nr, 0, 0, 0, 0, 0, 0);
+  kill(getpid(), SIGKILL);  // not reached: the call above ends the process
+  (void)sig;
+}
+
+}  // namespace
+
 bool Prepare(const Policy& policy, std::vector<sock_filter>* program, std::string* error) {
+  NoteKilledCalls(policy);
   std::string problem = Check(policy);
   if (!problem.empty()) {
     *error = "seccomp policy: " + problem;
@@ -642,6 +718,14 @@ bool Prepare(std::vector<sock_filter>* program, std::string* error) {
 }
 
 bool Apply(const std::vector<sock_filter>& program, std::string* error) {
+  struct sigaction sa {};
+  sa.sa_sigaction = NameTheCallAndDie;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSYS, &sa, nullptr) != 0) {
+    *error = std::string("sigaction(SIGSYS): ") + strerror(errno);
+    return false;
+  }
   sock_fprog prog{static_cast<unsigned short>(program.size()),
                   const_cast<sock_filter*>(program.data())};
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {

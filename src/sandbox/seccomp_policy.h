@@ -24,7 +24,8 @@ namespace mcpexec::sandbox::seccomp_policy {
 // libseccomp or the kernel refuses.
 bool Prepare(std::vector<sock_filter>* program, std::string* error);
 
-// Runner, last: loads the program (no_new_privs must already be set).
+// Runner, last: installs the SIGSYS handler that names a killed call (see
+// Action::kKill), then loads the program (no_new_privs must already be set).
 bool Apply(const std::vector<sock_filter>& program, std::string* error);
 
 // For tests and doctor: the table, one line per syscall rule.
@@ -42,7 +43,12 @@ enum class Action {
   kAllow,
   kErrnoEperm,   // the default action: such rows only document a decision
   kErrnoEnosys,  // "not implemented": the caller has a fallback
-  kKill,         // nothing legitimate asks: the whole process dies
+  // Nothing legitimate asks: the whole process dies. The filter traps the
+  // call (SIGSYS, the call not made); the runner's handler writes which call
+  // to the run's stderr and dies of SIGSYS. Code cannot replace that handler
+  // (rt_sigaction on SIGSYS is refused), and a blocked or default SIGSYS
+  // kills all the same.
+  kKill,
 };
 
 // Whether a syscall exists on every architecture libseccomp knows. A row that

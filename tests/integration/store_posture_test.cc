@@ -1,4 +1,6 @@
-// Issue 36, point 11: in Docker's posture the runs' files and the resource
+// Issue 36, points 11 and 17, through the built binary in the postures.
+//
+// Point 11: in Docker's posture the runs' files and the resource
 // store share one small filesystem (the container's 64 MiB /tmp). The
 // store's default was 1024 MiB whatever that filesystem's size: one run's
 // 55 MiB stdout filled /tmp, and every later run got ENOSPC in its working
@@ -38,6 +40,33 @@ TEST(StorePostureTest, ABigStdoutLeavesTheRunsTheirRoomInDockersPosture) {
   // A stream that fits is still kept whole.
   json mid = s.Exec("print('z' * (2 << 20))", {{"timeout_s", 120}});
   EXPECT_TRUE(mid.contains("stdout_resource")) << mid.dump().substr(0, 600);
+}
+
+// Issue 36, point 17: a run the seccomp filter killed ended with signal 31,
+// reason seccomp and an empty stderr; the agent could not tell which call
+// to avoid. The sandbox's SIGSYS handler names it on stderr before the run
+// dies of SIGSYS, in every posture.
+TEST(SeccompNameTest, AKilledRunSaysWhichSystemCallInEveryPosture) {
+  if (auto why = PosturesMissing("the postures need root")) GTEST_SKIP() << *why;
+  for (const char* posture : {"root", "container", "docker"}) {
+    SCOPED_TRACE(posture);
+    ServerProcess s({}, {}, Wrapper(posture));
+    s.Initialize();
+    json r = s.Exec(
+        "import ctypes, signal\n"
+        "try:\n"
+        "    signal.signal(signal.SIGSYS, signal.SIG_IGN)\n"
+        "except OSError as e:\n"
+        "    print('SIGSYS handler:', e.strerror, flush=True)\n"
+        "ctypes.CDLL(None).syscall(101, 0, 0, 0, 0)\n"
+        "print('not reached')\n");
+    EXPECT_EQ(r["reason"], "seccomp") << r.dump();
+    EXPECT_EQ(r["signal"], 31) << r.dump();
+    EXPECT_EQ(r["stdout"], "SIGSYS handler: Operation not permitted\n") << r.dump();
+    EXPECT_TRUE(Has(r["stderr"], "the sandbox ended this run at system call ptrace (number 101)"))
+        << r.dump();
+    EXPECT_EQ(s.Exec("print('next')")["stdout"], "next\n");
+  }
 }
 
 }  // namespace

@@ -136,6 +136,22 @@ const Forbidden kForbidden[] = {
     {"setuid(0)", [] { return Errno(syscall(SYS_setuid, 0)); }, EPERM, 0},
     {"capset", [] { return Errno(syscall(SYS_capset, nullptr, nullptr)); }, EPERM, 0},
     {"mbind", [] { return Errno(syscall(SYS_mbind, 0, 0, 0, 0, 0, 0)); }, EPERM, 0},
+    // The handler that names a killed call stays the sandbox's (issue 36,
+    // point 17): SIGSYS's handler cannot be replaced, also with high bits.
+    {"rt_sigaction(SIGSYS, handler)",
+     [] {
+       struct sigaction sa {};
+       sa.sa_handler = SIG_IGN;
+       return Errno(sigaction(SIGSYS, &sa, nullptr));
+     },
+     EPERM, 0},
+    {"rt_sigaction(SIGSYS | 1 << 32, handler)",
+     [] {
+       struct sigaction sa {};
+       sa.sa_handler = SIG_IGN;
+       return Errno(syscall(SYS_rt_sigaction, 0x10000001Full, &sa, nullptr, 8));
+     },
+     EPERM, 0},
     {"ptrace", [] { return Errno(syscall(SYS_ptrace, 0, 0, 0, 0)); }, 0, SIGSYS},
     {"process_vm_readv", [] { return Errno(syscall(SYS_process_vm_readv, 1, 0, 0, 0, 0, 0)); }, 0,
      SIGSYS},
@@ -200,6 +216,20 @@ void* ThreadBody(void*) { return nullptr; }
 
 // One line per call Python, its packages and subprocess need.
 const Needed kNeeded[] = {
+    {"rt_sigaction(SIGUSR1, handler) and every other signal but 31 and 63",
+     [] {
+       struct sigaction sa {};
+       sa.sa_handler = SIG_IGN;
+       for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGCHLD, SIGPIPE, SIGXFSZ, 34}) {
+         if (sigaction(sig, &sa, nullptr) != 0) return errno;
+       }
+       return 0;
+     }},
+    {"rt_sigaction(SIGSYS) query",
+     [] {
+       struct sigaction old {};
+       return Errno(sigaction(SIGSYS, nullptr, &old));
+     }},
     {"socket(AF_UNIX)", [] { return Errno(socket(AF_UNIX, SOCK_STREAM, 0)); }},
     {"socketpair(AF_UNIX)",
      [] {
