@@ -28,10 +28,14 @@ if r.returncode == 0 or 'unknown argument "--bogus"' not in r.stderr:
 r = run("print(1)", "--memory-limit=100")
 if "did you mean --memory-limit-mb?" not in r.stderr:
     failures.append("a mistyped flag shows the suggestion: %r" % r.stderr)
-r = run("print(1)", "--default-timeout-s=400")
-if r.returncode == 0 or "MCP_EXEC_MAX_TIMEOUT_S" not in r.stderr:
+r = run("print(1)", "--memory-limit-mb=1")
+if r.returncode == 0 or "--memory-limit-mb must be between" not in r.stderr:
     failures.append("a setting that cannot work shows why: %r" % r.stderr)
+# The Go server's lenient values start, with their meaning and a warning.
+r = run("print(1)", "--default-timeout-s=400")
+if r.returncode != 0 or "MCP_EXEC_MAX_TIMEOUT_S" not in r.stderr or "server warning" not in r.stderr:
+    failures.append("a default above the max runs and the warning is shown: %r %r" % (r.stdout, r.stderr))
 for f in failures:
     print("FAIL", f)
-print("try-exec: %d checks failed" % len(failures) if failures else "try-exec: 4 checks passed")
+print("try-exec: %d checks failed" % len(failures) if failures else "try-exec: 5 checks passed")
 sys.exit(1 if failures else 0)
