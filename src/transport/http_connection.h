@@ -116,9 +116,12 @@ struct Server::Impl {
   // A connection's first request head is in: it no longer counts as
   // unproven.
   void Proven(Connection* c, const std::string& client);
-  void ForgetUnprovenLocked(const std::string& client);
-  // The oldest connection still without a request (of `client`, if given).
-  std::shared_ptr<Connection> OldestUnprovenLocked(const std::string* client);
+  // `c` no longer waits for its first request head (it sent one, it is
+  // gone, or it was chosen to give way).
+  void ForgetUnprovenLocked(Connection* c);
+  // The oldest connection still without a request, of `client` if given,
+  // waiting since before `before` if given; nullptr when there is none.
+  Connection* OldestUnprovenLocked(const std::string* client, const Clock::time_point* before);
   size_t MaxUnproven() const {
     return limits.max_unproven ? limits.max_unproven
                                : std::max<size_t>(8, limits.max_connections / 4);
@@ -130,10 +133,17 @@ struct Server::Impl {
   std::unordered_map<Connection*, std::weak_ptr<Connection>> conns;  // within the limits
   std::map<std::string, size_t> per_client;
   // Connections with no request head yet: per address, and oldest first
-  // (entries of connections since proven or gone are skipped lazily).
+  // with the time each came. Plain pointers: an entry leaves (under mu)
+  // when its connection proves itself or unregisters in its destructor, so
+  // every entry is alive while mu is held, and no strong reference is made
+  // or dropped under mu (dropping the last one there would run the
+  // destructor, which takes mu).
+  struct Waiting {
+    Connection* conn;
+    Clock::time_point since;
+  };
   std::map<std::string, size_t> unproven_per_client;
-  std::deque<std::weak_ptr<Connection>> unproven;
-  size_t unproven_count = 0;
+  std::deque<Waiting> unproven;
   std::atomic<int> refusing{0};  // connections being told 429 or 503
   std::atomic<bool> stopped{false};
   WorkerPool workers;

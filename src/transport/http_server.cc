@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "transport/http_connection.h"
 
@@ -129,19 +131,30 @@ void Server::Impl::OnAccepted(tcp::socket socket) {
   }
   std::string client = addr.to_string();
   socket.set_option(tcp::no_delay(true), ec);  // events are small: no 40 ms Nagle stalls
-  std::shared_ptr<Connection> conn, evict;
+  std::shared_ptr<Connection> conn;
+  std::weak_ptr<Connection> evict;
   int refuse = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
+    const auto now = Clock::now();
     const size_t held = per_client.count(client) ? per_client[client] : 0;
     const size_t waiting = unproven_per_client.count(client) ? unproven_per_client[client] : 0;
-    if (held >= limits.max_connections_per_client || waiting >= limits.max_unproven_per_client) {
+    Connection* gives_way = nullptr;
+    if (held >= limits.max_connections_per_client) {
       // The address is at its bound: its own oldest connection that has
       // not sent a request gives way (a client reconnecting churns only its
       // own slots); with none, the newcomer is refused.
-      evict = OldestUnprovenLocked(&client);
-      if (!evict) refuse = 429;
-    } else if (unproven_count >= MaxUnproven() || conns.size() >= limits.max_connections) {
+      gives_way = OldestUnprovenLocked(&client, nullptr);
+      if (!gives_way) refuse = 429;
+    } else if (waiting >= limits.max_unproven_per_client) {
+      // Past its share of silent connections, the address's oldest one that
+      // has been silent for the grace gives way; younger ones are a burst
+      // still sending its heads.
+      const auto before = now - limits.unproven_grace;
+      gives_way = OldestUnprovenLocked(&client, &before);
+    }
+    if (!gives_way && !refuse &&
+        (unproven.size() >= MaxUnproven() || conns.size() >= limits.max_connections)) {
       // The server is full, or full of connections with no request yet: the
       // oldest one of the address holding the most of those gives way. A
       // connection that sent its request is never closed for a newcomer.
@@ -150,26 +163,26 @@ void Server::Impl::OnAccepted(tcp::socket socket) {
       for (const auto& [who, n] : unproven_per_client) {
         if (n > most_n) most = who, most_n = n;
       }
-      if (most_n > 0) evict = OldestUnprovenLocked(&most);
-      if (!evict && conns.size() >= limits.max_connections) refuse = 503;
+      if (most_n > 0) gives_way = OldestUnprovenLocked(&most, nullptr);
+      if (!gives_way && conns.size() >= limits.max_connections) refuse = 503;
+    }
+    if (gives_way) {
+      // No longer waiting from now on: the next newcomer picks another.
+      gives_way->proven_ = true;
+      ForgetUnprovenLocked(gives_way);
+      evict = gives_way->weak_from_this();
     }
     if (!refuse) {
       conn = std::make_shared<Connection>(*this, std::move(socket), client, true);
       conns[conn.get()] = conn;
       ++per_client[client];
       ++unproven_per_client[client];
-      ++unproven_count;
-      unproven.push_back(conn);
+      unproven.push_back({conn.get(), now});
     }
   }
-  if (evict) {
-    // No longer waiting from now on: the next newcomer picks another.
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!evict->proven_.exchange(true)) ForgetUnprovenLocked(evict->client());
-    }
+  if (auto e = evict.lock()) {
     log::Info("http_unproven_evicted", {{"unproven", MaxUnproven()}});
-    evict->Shutdown();
+    e->Shutdown();
   }
   if (!refuse) return conn->Start();
   // Telling each refused client why costs a little time; past a bound the
@@ -196,33 +209,31 @@ void Server::Impl::Unregister(Connection* c, const std::string& client, bool cou
   conns.erase(c);
   auto it = per_client.find(client);
   if (it != per_client.end() && --it->second == 0) per_client.erase(it);
-  if (!c->proven_.exchange(true)) ForgetUnprovenLocked(client);
+  if (!c->proven_.exchange(true)) ForgetUnprovenLocked(c);
 }
 
-void Server::Impl::Proven(Connection* c, const std::string& client) {
-  if (c->proven_.exchange(true)) return;
+void Server::Impl::Proven(Connection* c, const std::string& /*client*/) {
+  if (c->proven_) return;  // every later request: it only ever turns true
   std::lock_guard<std::mutex> lock(mu);
-  ForgetUnprovenLocked(client);
+  if (!c->proven_.exchange(true)) ForgetUnprovenLocked(c);
 }
 
-std::shared_ptr<Connection> Server::Impl::OldestUnprovenLocked(const std::string* client) {
-  for (const auto& w : unproven) {
-    auto c = w.lock();
-    if (c && !c->proven_ && (!client || c->client() == *client)) return c;
+Connection* Server::Impl::OldestUnprovenLocked(const std::string* client,
+                                               const Clock::time_point* before) {
+  for (const Waiting& w : unproven) {
+    if (before && w.since >= *before) break;  // oldest first: the rest are younger
+    if (!client || w.conn->client() == *client) return w.conn;
   }
   return nullptr;
 }
 
-void Server::Impl::ForgetUnprovenLocked(const std::string& client) {
-  auto it = unproven_per_client.find(client);
+void Server::Impl::ForgetUnprovenLocked(Connection* c) {
+  auto w =
+      std::find_if(unproven.begin(), unproven.end(), [c](const Waiting& x) { return x.conn == c; });
+  if (w == unproven.end()) return;
+  unproven.erase(w);
+  auto it = unproven_per_client.find(c->client());
   if (it != unproven_per_client.end() && --it->second == 0) unproven_per_client.erase(it);
-  if (unproven_count > 0) --unproven_count;
-  // Drop what no longer waits from the front, so the queue stays short.
-  while (!unproven.empty()) {
-    auto front = unproven.front().lock();
-    if (front && !front->proven_) break;
-    unproven.pop_front();
-  }
 }
 
 Server::Server(Handler& handler, Limits limits) : impl_(std::make_unique<Impl>(handler, limits)) {}

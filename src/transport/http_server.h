@@ -35,13 +35,17 @@ struct Limits {
   size_t max_connections_per_client = 256;
   // Connections that have not yet sent a whole request head ("unproven":
   // silent, or trickling their header) would hold a slot each until
-  // header_timeout. An address holds at most max_unproven_per_client of
-  // them (its newest displaces its oldest), and all together at most
-  // max_unproven (0: a quarter of max_connections, at least 8): past that,
-  // or with every slot taken, the oldest of the address holding the most
-  // gives way. Reconnecting silent sockets cannot keep anyone else out.
+  // header_timeout. Past max_unproven_per_client of an address's, a
+  // newcomer from it displaces its oldest that has been silent for
+  // unproven_grace (a client opening many connections at once, an SDK's
+  // pool or a burst of streams, has them all unproven for a moment and
+  // loses none). All together at most max_unproven (0: a quarter of
+  // max_connections, at least 8): past that, or with every slot taken, the
+  // oldest of the address holding the most gives way at once. Reconnecting
+  // silent sockets cannot keep anyone else out.
   size_t max_unproven_per_client = 8;
   size_t max_unproven = 0;
+  std::chrono::milliseconds unproven_grace{2000};
   // A kept-alive connection with no byte of a next request for this long is
   // closed without a word.
   std::chrono::milliseconds idle_timeout{5000};
