@@ -26,8 +26,9 @@ void Metrics::RecordRun(const std::string& outcome, double duration_s, double qu
   queue_.Observe(queue_s);
 }
 
-const std::array<const char*, 7> Metrics::kPySessionEndReasons = {
-    "reset", "idle", "lifetime", "connection_closed", "interpreter_ended", "shutdown", "evicted"};
+const std::array<const char*, 8> Metrics::kPySessionEndReasons = {
+    "reset",    "idle",    "lifetime",     "connection_closed", "interpreter_ended",
+    "shutdown", "evicted", "ended_by_call"};
 
 void Metrics::RecordPySessionStart() {
   std::lock_guard<std::mutex> lock(mu_);

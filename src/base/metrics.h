@@ -32,7 +32,7 @@ class Metrics {
   // (reason: one of kPySessionEndReasons).
   void RecordPySessionStart();
   void RecordPySessionEnd(const std::string& reason);
-  static const std::array<const char*, 7> kPySessionEndReasons;
+  static const std::array<const char*, 8> kPySessionEndReasons;
   // A full session table ("mcp": MCP sessions over http/sse; "python": the
   // exec tool's sessions) that made room by ending its least recently used
   // idle session, or refused a newcomer because none was idle.

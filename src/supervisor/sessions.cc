@@ -232,7 +232,7 @@ bool Gone(const SessionRun& run) {
 
 }  // namespace
 
-SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunRequest& req,
+SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, bool end, const RunRequest& req,
                                           CancelToken& cancel, const Executor::Progress& progress) {
   const auto queued_at = Clock::now();
   Entry& e = *t.entry_;
@@ -295,7 +295,7 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
     o->queue_ms += std::chrono::duration_cast<std::chrono::milliseconds>(waited).count();
   }
   lock.lock();
-  out.ended = EndAfterCellLocked(e, cancel);
+  out.ended = EndAfterCellLocked(e, cancel, end);
   e.running = false;
   t.left_ = true;
   if (!e.line.empty() && e.line.front() == t.id_) e.line.pop_front();
@@ -306,7 +306,7 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, const RunReques
 
 // With mu_ held, after a cell: why its session ends now (it is ended), or
 // "" when it lives on.
-std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel) {
+std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel, bool end) {
   const auto now = Clock::now();
   e.last_used = now;
   std::string ended;
@@ -317,6 +317,9 @@ std::string SessionPool::EndAfterCellLocked(Entry& e, const CancelToken& cancel)
   } else if (!e.run.ended.empty()) {
     ended = e.run.ended;
     EndInterpreterLocked(e, "interpreter_ended", "its interpreter ended: " + e.run.ended);
+  } else if (end) {
+    ended = "the call asked for it (end: true)";
+    EndInterpreterLocked(e, "ended_by_call", ended);
   } else if (e.close_after) {
     ended = "its connection ended";
     EndInterpreterLocked(e, "connection_closed");

@@ -66,8 +66,9 @@ class SessionPool {
     std::string ended;  // set when the interpreter is gone after this call: why
   };
   // Waits for the ticket's turn (counted as queue time), then runs the code
-  // as the session's next cell. reset: a fresh interpreter first.
-  CellOutcome Run(Ticket& ticket, bool reset, const RunRequest& req, CancelToken& cancel,
+  // as the session's next cell. reset: a fresh interpreter first; end: the
+  // session ends after the cell.
+  CellOutcome Run(Ticket& ticket, bool reset, bool end, const RunRequest& req, CancelToken& cancel,
                   const Executor::Progress& progress);
 
   // The connection is gone: every session it named ends.
@@ -89,7 +90,7 @@ class SessionPool {
   // from then on, with `why` (plain words; derived from reason if empty).
   void EndInterpreterLocked(Entry& e, const char* reason, const std::string& why = "");
   std::string WhyEnded(const char* reason) const;
-  std::string EndAfterCellLocked(Entry& e, const CancelToken& cancel);
+  std::string EndAfterCellLocked(Entry& e, const CancelToken& cancel, bool end);
   // With mu_ held: drops the entry when nothing is left of it.
   void ForgetIfDoneLocked(const std::shared_ptr<Entry>& e);
   void Leave(Ticket& t);

@@ -77,7 +77,13 @@ json ExecInputSchema() {
          {{"type", "boolean"},
           {"description",
            "with session: end that session's interpreter and start it afresh (the same "
-           "handle) before running"}}}}},
+           "handle) before running"}}},
+        {"end",
+         {{"type", "boolean"},
+          {"description",
+           "with session: end that session once this call's code has run, freeing its "
+           "memory and processes at once (code \"pass\" ends it without running anything); "
+           "its handle is then no longer valid"}}}}},
       {"required", {"code"}},
       {"additionalProperties", false},
   };
@@ -525,7 +531,7 @@ bool IsValidSessionName(const std::string& name) {
 
 namespace {
 
-// `session` and `reset` of a call.
+// `session`, `reset` and `end` of a call.
 std::optional<std::string> ValidateSession(const json& a, ExecRequest* req) {
   if (auto it = a.find("session"); it != a.end() && !it->is_null()) {
     if (!it->is_string()) return std::string("session must be a string, not ") + it->type_name();
@@ -540,6 +546,15 @@ std::optional<std::string> ValidateSession(const json& a, ExecRequest* req) {
     req->reset = it->get<bool>();
     if (req->reset && req->session.empty()) {
       return std::string("reset needs a session: name the session to start afresh");
+    }
+  }
+  if (auto it = a.find("end"); it != a.end() && !it->is_null()) {
+    if (!it->is_boolean()) return std::string("end must be a boolean, not ") + it->type_name();
+    req->end = it->get<bool>();
+    if (req->end && req->session.empty()) {
+      return std::string(
+          "end needs a session: name the session to end (a run without one ends "
+          "by itself)");
     }
   }
   return std::nullopt;
@@ -564,9 +579,9 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   // 2. unknown arguments, then types
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
-        it.key() != "files" && it.key() != "session" && it.key() != "reset") {
+        it.key() != "files" && it.key() != "session" && it.key() != "reset" && it.key() != "end") {
       return "unknown argument: " + it.key() +
-             " (accepted: code, timeout_s, stdin, files, session, reset)";
+             " (accepted: code, timeout_s, stdin, files, session, reset, end)";
     }
   }
   std::optional<int64_t> timeout;

@@ -24,6 +24,9 @@ struct ExecRequest {
   // A-Za-z0-9._-); empty: a one-shot run. `reset`: start it afresh first.
   std::string session;
   bool reset = false;
+  // `end`: the session ends once this call is answered (its interpreter
+  // exits; a handle is no longer valid).
+  bool end = false;
 };
 
 // The tool's result: the run's outcome (supervisor/run.h: streams, exit,

@@ -219,7 +219,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
     return ToolResult(r);
   }
   SessionPool::CellOutcome cell =
-      sessions_.Run(*ticket, req.reset, ToRunRequest(req), cancel, progress);
+      sessions_.Run(*ticket, req.reset, req.end, ToRunRequest(req), cancel, progress);
   const std::string& name = SessionPool::NameOf(*ticket);  // the handle "new" minted
   if (auto* err = std::get_if<std::string>(&cell.result)) {
     std::string message = "session \"" + name + "\": " + *err;

@@ -187,8 +187,9 @@ SharedServer& ServerFor(const Param& p, const Case& c) {
   SharedServer& shared = servers[key];
   if (shared.s && kill(shared.s->pid(), 0) != 0) shared.s.reset();
   if (!shared.s) {
-    // Sessions end one second after their last call, so that what a
-    // snippet left in its session is gone by the checks after it.
+    // Each snippet's session is ended by its last call (end: true); one
+    // left behind (a failed snippet) ends a second after its last call, so
+    // that what it left is gone by the checks after it.
     // Every snippet runs with two host folders mounted (MCP_EXEC_MOUNTS), at
     // their host paths in every posture: the fs_mount_* snippets attack
     // them, and no other layer may be weaker for their being there.
@@ -287,6 +288,14 @@ TEST_P(EscapeTest, Snippet) {
             << "an earlier run printed the same: " << line;
       }
       EXPECT_GT(seen, 0) << report;
+    }
+    if (p.session && !out.contains("session_ended")) {
+      // Ended at once (end: true), not at the idle bound: the next repeat
+      // and snippet need not wait for the sweep.
+      json end = s.Call({{"code", "pass"}, {"session", args["session"]}, {"end", true}});
+      EXPECT_NE(end["structuredContent"].value("session_ended", "").find("end: true"),
+                std::string::npos)
+          << end.dump();
     }
     if (p.session && !c.session_end.empty() && out.contains("session_ended")) {
       // The stronger outcome a session may have: the zygote ended it, and

@@ -89,6 +89,31 @@ TEST_F(SessionEndTest, ResetEndsTheOldInterpreter) {
   EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 1; }, 5000)) << "only the new one's";
 }
 
+// Issue 42, point 5: a session ends at once when its call asks (end: true),
+// not at the idle bound: its processes and folder go before the answer's
+// sweep, a name starts afresh next time, and a handle is refused saying why.
+TEST_F(SessionEndTest, EndTrueEndsTheSessionAtOnce) {
+  ServerProcess s(EnvWith({}));
+  s.Initialize();
+  std::string marker = StartMarked(s, "a");
+  json r = s.Call({{"code", "print('last')"}, {"session", "a"}, {"end", true}});
+  EXPECT_EQ(r["structuredContent"]["stdout"], "last\n") << r.dump();
+  EXPECT_NE(r["structuredContent"].value("session_ended", "").find("end: true"), std::string::npos)
+      << r.dump();
+  EXPECT_TRUE(Gone(marker));
+  EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000)) << "its folder went with it";
+  EXPECT_EQ(s.Exec("print('state' in globals())", {{"session", "a"}})["session_new"], true);
+  json handle = s.Exec("state = 1", {{"session", "new"}});
+  json end = s.Call({{"code", "pass"}, {"session", handle["session"]}, {"end", true}});
+  EXPECT_FALSE(end.value("isError", false)) << end.dump();
+  json gone = s.Call({{"code", "print(state)"}, {"session", handle["session"]}});
+  EXPECT_TRUE(gone.value("isError", false)) << gone.dump();
+  EXPECT_NE(gone.dump().find("end: true"), std::string::npos) << gone.dump();
+  json alone = s.Call({{"code", "pass"}, {"end", true}});
+  EXPECT_TRUE(alone.value("isError", false)) << alone.dump();
+  EXPECT_NE(alone.dump().find("end needs a session"), std::string::npos) << alone.dump();
+}
+
 // Issue 19, point 1: a cell raised its own RLIMIT_CPU soft limit to the
 // hard one (the session's whole budget) and left threads spinning: 29.9 s
 // of CPU after a 2-second cell, where the bound is what it had used plus the

@@ -142,7 +142,8 @@ TEST(ExecSchemaTest, InputSchemaIsTheContract) {
   EXPECT_EQ(s["properties"]["session"]["type"], "string");
   EXPECT_EQ(s["properties"]["session"]["pattern"], "^[A-Za-z0-9._-]{1,64}$");
   EXPECT_EQ(s["properties"]["reset"]["type"], "boolean");
-  EXPECT_EQ(s["properties"].size(), 6u);
+  EXPECT_EQ(s["properties"]["end"]["type"], "boolean");
+  EXPECT_EQ(s["properties"].size(), 7u);
 }
 
 TEST(ExecSessionArgsTest, NamesAreCheckedAndResetNeedsOne) {
@@ -164,6 +165,12 @@ TEST(ExecSessionArgsTest, NamesAreCheckedAndResetNeedsOne) {
   EXPECT_NE(std::get<std::string>(reset_alone).find("reset needs a session"), std::string::npos);
   auto reset_typed = ValidateExecArguments({{"code", "x"}, {"session", "a"}, {"reset", "yes"}}, c);
   EXPECT_EQ(std::get<std::string>(reset_typed), "reset must be a boolean, not string");
+  auto end_alone = ValidateExecArguments({{"code", "x"}, {"end", true}}, c);
+  EXPECT_NE(std::get<std::string>(end_alone).find("end needs a session"), std::string::npos);
+  auto end_typed = ValidateExecArguments({{"code", "x"}, {"session", "a"}, {"end", 1}}, c);
+  EXPECT_EQ(std::get<std::string>(end_typed), "end must be a boolean, not number");
+  auto end_ok = ValidateExecArguments({{"code", "x"}, {"session", "a"}, {"end", true}}, c);
+  EXPECT_TRUE(std::get<ExecRequest>(end_ok).end);
   EXPECT_TRUE(IsValidSessionName(std::string(64, 'z')));
 }
 
