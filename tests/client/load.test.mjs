@@ -6,7 +6,10 @@
 // line "LOAD_JSON {...}". Run from the repository root:
 //   node --test tests/client/
 // MCP_EXEC_BIN overrides the server binary; LOAD_CALLS, LOAD_IN_FLIGHT,
-// LOAD_STREAMS and LOAD_TIMEOUT_S override the sizes and the time bound.
+// LOAD_STREAMS, LOAD_TIMEOUT_S and LOAD_STALL_S override the sizes and the
+// time bounds. The test asserts no time: a hang is caught as a stall (no
+// call answered for LOAD_STALL_S, default 60 s, however slow the machine),
+// and LOAD_TIMEOUT_S only keeps the file inside CTest's bound.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
@@ -24,9 +27,11 @@ function intFromEnv(name, fallback) {
 const CALLS = intFromEnv('LOAD_CALLS', 2000);
 const IN_FLIGHT = intFromEnv('LOAD_IN_FLIGHT', 16); // one SDK client per call in flight
 const IDLE_STREAMS = intFromEnv('LOAD_STREAMS', 50);
-// The whole file stays well inside the 300 s that CTest gives
-// `node --test tests/client/`; a healthy run takes 10-30 s.
-const TIMEOUT_MS = intFromEnv('LOAD_TIMEOUT_S', 180) * 1000;
+// The whole file stays inside the 600 s that CTest gives
+// `node --test tests/client/`; a healthy run takes 10-60 s, a slow day's
+// several times that.
+const TIMEOUT_MS = intFromEnv('LOAD_TIMEOUT_S', 480) * 1000;
+const STALL_MS = intFromEnv('LOAD_STALL_S', 60) * 1000;
 const SERVER_ENV = {
   MCP_EXEC_MAX_CONCURRENT: '2',
   MCP_EXEC_MAX_QUEUE: '64',
@@ -279,6 +284,18 @@ describe('load over streamable HTTP', { timeout: TIMEOUT_MS }, () => {
     const latencies = [];
     const errors = [];
     let errorCount = 0;
+    // A hang, told apart from a slow machine: no call answered for STALL_MS.
+    let lastAnswer = performance.now();
+    let stalled = null;
+    const stallWatch = setInterval(() => {
+      const quiet = performance.now() - lastAnswer;
+      if (quiet > STALL_MS && !stalled) {
+        stalled = `no call answered for ${Math.round(quiet / 1000)} s (LOAD_STALL_S) after ${latencies.length + errorCount} of ${CALLS}`;
+        console.error(`load test: ${stalled}; stopping the server`);
+        server?.child.kill('SIGKILL');
+      }
+    }, 1000);
+    stallWatch.unref();
     const cpuServer0 = cpuSeconds(server.pid);
     const cpuZygote0 = cpuSeconds(memoryBefore.zygote_pid);
     const cpuClient0 = process.cpuUsage();
@@ -296,7 +313,9 @@ describe('load over streamable HTTP', { timeout: TIMEOUT_MS }, () => {
               throw new Error(`unexpected result: ${JSON.stringify(r)}`);
             }
             latencies.push(ms);
+            lastAnswer = performance.now();
           } catch (err) {
+            lastAnswer = performance.now();
             errorCount++;
             if (errors.length < 20) errors.push(`call ${i} (client ${worker}): ${err?.stack ?? err}`);
           }
@@ -304,6 +323,8 @@ describe('load over streamable HTTP', { timeout: TIMEOUT_MS }, () => {
       }),
     );
     const elapsedMs = performance.now() - started;
+    clearInterval(stallWatch);
+    assert.equal(stalled, null, 'the calls kept moving');
     const cpuClient = process.cpuUsage(cpuClient0);
     const cpu = {
       // Where the machine's time went during the calls: this test's client
