@@ -67,6 +67,19 @@ const std::vector<const char*> Metrics::kRunOutcomes = {"ok",
                                                         "sandbox_stuck"};
 
 namespace {
+// A counter family over a fixed set of label values, each shown (0 until
+// counted), so a dashboard sees every series from the start.
+template <typename Keys>
+void RenderCounters(std::ostream& o, const char* name, const char* help, const char* label,
+                    const Keys& keys, const std::map<std::string, uint64_t>& counts) {
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+  for (const char* key : keys) {
+    auto it = counts.find(key);
+    o << name << "{" << label << "=\"" << key << "\"} " << (it == counts.end() ? 0 : it->second)
+      << "\n";
+  }
+}
+
 void RenderHistogram(std::ostringstream& o, const char* name, const char* help,
                      const std::array<double, 12>& buckets, const std::array<uint64_t, 12>& counts,
                      uint64_t count, double sum) {
@@ -83,13 +96,9 @@ void RenderHistogram(std::ostringstream& o, const char* name, const char* help,
 std::string Metrics::Render(const Gauges& g) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::ostringstream o;
-  o << "# HELP mcp_exec_runs_total Calls by outcome: how a run ended, or why the call got a "
-       "tool error.\n# TYPE mcp_exec_runs_total counter\n";
-  for (const char* outcome : kRunOutcomes) {
-    auto it = runs_.find(outcome);
-    o << "mcp_exec_runs_total{outcome=\"" << outcome << "\"} "
-      << (it == runs_.end() ? 0 : it->second) << "\n";
-  }
+  RenderCounters(o, "mcp_exec_runs_total",
+                 "Calls by outcome: how a run ended, or why the call got a tool error.", "outcome",
+                 kRunOutcomes, runs_);
   RenderHistogram(o, "mcp_exec_run_duration_seconds", "Wall time of runs, queue excluded.",
                   kBuckets, duration_.counts, duration_.count, duration_.sum);
   RenderHistogram(o, "mcp_exec_queue_wait_seconds", "Time runs waited for a slot.", kBuckets,
@@ -111,20 +120,12 @@ std::string Metrics::Render(const Gauges& g) const {
         g.tasks);
   gauge("mcp_exec_py_session_starts_total", "Python sessions started.",
         static_cast<int64_t>(py_session_starts_), "counter");
-  o << "# HELP mcp_exec_py_session_ends_total Python sessions ended, by reason.\n"
-       "# TYPE mcp_exec_py_session_ends_total counter\n";
-  for (const char* reason : kPySessionEndReasons) {
-    auto it = py_session_ends_.find(reason);
-    o << "mcp_exec_py_session_ends_total{reason=\"" << reason << "\"} "
-      << (it == py_session_ends_.end() ? 0 : it->second) << "\n";
-  }
+  RenderCounters(o, "mcp_exec_py_session_ends_total", "Python sessions ended, by reason.", "reason",
+                 kPySessionEndReasons, py_session_ends_);
+  static constexpr std::array<const char*, 2> kTables = {"mcp", "python"};
   auto by_table = [&](const char* name, const char* help,
                       const std::map<std::string, uint64_t>& counts) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
-    for (const char* table : {"mcp", "python"}) {
-      auto it = counts.find(table);
-      o << name << "{table=\"" << table << "\"} " << (it == counts.end() ? 0 : it->second) << "\n";
-    }
+    RenderCounters(o, name, help, "table", kTables, counts);
   };
   by_table("mcp_exec_session_evictions_total",
            "Idle sessions ended to make room in a full table (mcp: MCP sessions; python: the "
@@ -183,13 +184,9 @@ void Metrics::RenderToolCalls(std::ostream& o) const {
         << "\nmcp_exec_tool_call_duration_seconds_sum{" << label << "} " << h.sum
         << "\nmcp_exec_tool_call_duration_seconds_count{" << label << "} " << h.count << "\n";
     }
-    o << "# HELP mcp_exec_tool_frames_refused_total Frames of runs' tool channels refused before "
-         "they were calls, by why.\n# TYPE mcp_exec_tool_frames_refused_total counter\n";
-    for (const char* why : kToolFrameRefusals) {
-      auto it = tool_frames_refused_.find(why);
-      o << "mcp_exec_tool_frames_refused_total{why=\"" << why << "\"} "
-        << (it == tool_frames_refused_.end() ? 0 : it->second) << "\n";
-    }
+    RenderCounters(o, "mcp_exec_tool_frames_refused_total",
+                   "Frames of runs' tool channels refused before they were calls, by why.", "why",
+                   kToolFrameRefusals, tool_frames_refused_);
   }
 }
 
