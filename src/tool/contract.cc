@@ -334,7 +334,9 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
     << " without a call, " << HumanDuration(c.py_session_max_s)
     << " after it started, when its interpreter dies (a crash, a timeout the code ignores), "
        "when the server, holding its most sessions, needs room for a new one and it is the one "
-       "idle the longest, or when the server restarts; a call with its handle is then a tool error "
+       "idle the longest, when the server restarts, or at once when a call passes end: true "
+       "(ending it when done frees its memory for others); a call with its handle is then a tool "
+       "error "
        "saying so: start "
        "a new one with \"new\" and rebuild its state (a session a 2025 client named starts "
        "afresh instead, and the result says session_new true). A timeout or cancel in a session "

@@ -59,6 +59,7 @@ describe('mcp-exec over stdio with the MCP TypeScript SDK', () => {
     // The contract's three, and ours (optional): the input files, the session.
     assert.deepEqual(Object.keys(input.properties).sort(), [
       'code',
+      'end',
       'files',
       'reset',
       'session',

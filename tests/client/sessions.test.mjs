@@ -223,7 +223,7 @@ async function metrics(origin) {
     return Number(m[1]);
   };
   const ends = {};
-  for (const reason of ['reset', 'idle', 'lifetime', 'connection_closed', 'interpreter_ended', 'shutdown', 'evicted']) {
+  for (const reason of ['reset', 'idle', 'lifetime', 'connection_closed', 'interpreter_ended', 'shutdown', 'evicted', 'ended_by_call']) {
     ends[reason] = value(new RegExp(`^mcp_exec_py_session_ends_total\\{reason="${reason}"\\} (\\d+)$`, 'm'));
   }
   return {
