@@ -855,7 +855,7 @@ describe('/metrics (streamable HTTP)', () => {
     assert.deepEqual(m0, {
       live: 0,
       starts: 0,
-      ends: { reset: 0, idle: 0, lifetime: 0, connection_closed: 0, interpreter_ended: 0, shutdown: 0, evicted: 0 },
+      ends: { reset: 0, idle: 0, lifetime: 0, connection_closed: 0, interpreter_ended: 0, shutdown: 0, evicted: 0, ended_by_call: 0 },
       evictions: 0,
       refusals: 0,
     });
@@ -898,7 +898,7 @@ describe('/metrics (streamable HTTP)', () => {
     assert.deepEqual(m, {
       live: 0,
       starts: 3,
-      ends: { reset: 1, idle: 0, lifetime: 0, connection_closed: 1, interpreter_ended: 1, shutdown: 0, evicted: 0 },
+      ends: { reset: 1, idle: 0, lifetime: 0, connection_closed: 1, interpreter_ended: 1, shutdown: 0, evicted: 0, ended_by_call: 0 },
       evictions: 0,
       refusals: 0,
     });
