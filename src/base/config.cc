@@ -179,6 +179,12 @@ const std::vector<Option>& Options() {
        IntField(&Config::max_processes, 8, 1000000)},
       {"MCP_EXEC_MAX_OPEN_FILES", "--max-open-files", Default(&Config::max_open_files), "files",
        "open files per process of a run", IntField(&Config::max_open_files, 64, 1048576)},
+      {"MCP_EXEC_SANDBOX_UID", "--sandbox-uid", Default(&Config::sandbox_uid), "uid",
+       "the user and group id runs become when the server starts as root (a server started as "
+       "another user runs them as itself). The process limit and the server's watch on its "
+       "runs' processes count every process of this uid: servers side by side on one host "
+       "each need their own, and none a uid anything else uses",
+       IntField(&Config::sandbox_uid, 1, 2147483646)},
       {"MCP_EXEC_TAIL_BYTES", "--tail-bytes", Default(&Config::tail_bytes), "bytes",
        "the last bytes of a stream that lost bytes to the cap, returned as stdout_tail / "
        "stderr_tail",
@@ -336,6 +342,8 @@ RunLimits RunLimitsOf(const Config& c) {
   l.disk_bytes = c.disk_limit_mb << 20;
   l.max_processes = c.max_processes;
   l.max_open_files = c.max_open_files;
+  l.sandbox_uid = static_cast<uint32_t>(c.sandbox_uid);
+  l.sandbox_gid = static_cast<uint32_t>(c.sandbox_uid);
   return l;
 }
 

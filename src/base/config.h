@@ -44,6 +44,8 @@ struct Config {
   int64_t disk_limit_mb = 256;
   int64_t max_processes = 256;
   int64_t max_open_files = 1024;
+  // The uid and gid runs become when the server starts as root.
+  int64_t sandbox_uid = 65532;
   // What comes back besides the streams.
   int64_t tail_bytes = 4096;  // of a stream that lost bytes to the cap
   int64_t max_images = 8;

@@ -99,6 +99,21 @@ const std::vector<Arg>& Args() {
         {"cgroup-why-not-pids", TextField(&ZygoteArgs::cgroup_why_not_pids),
          text(&ZygoteArgs::cgroup_why_not_pids)},
     };
+    // The runs' uid and gid (MCP_EXEC_SANDBOX_UID, or the server's own).
+    for (auto [name, field] : {std::pair{"sandbox-uid", &RunLimits::sandbox_uid},
+                               std::pair{"sandbox-gid", &RunLimits::sandbox_gid}}) {
+      v.push_back(
+          {name,
+           [field = field](ZygoteArgs& a, const std::string& s) {
+             int64_t n = 0;
+             if (!ParseDecimal(s, &n) || n < 1 || n > std::numeric_limits<int32_t>::max()) {
+               return false;
+             }
+             a.limits.*field = static_cast<uint32_t>(n);
+             return true;
+           },
+           [field = field](const ZygoteArgs& a) { return std::to_string(a.limits.*field); }});
+    }
     for (const RunLimitField& f : kRunLimitFields) {
       v.push_back(MemberArg(f.arg, &ZygoteArgs::limits, f.field, 1));
     }

@@ -36,9 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr uid_t kSandboxUid = sandbox::RunLimits{}.sandbox_uid;
-constexpr gid_t kSandboxGid = sandbox::RunLimits{}.sandbox_gid;
-
 // Gives the running slot back on every path out of Run().
 struct SlotGuard {
   Scheduler& s;
@@ -159,7 +156,7 @@ void Executor::PurgeDevShm() {
   DIR* d = opendir("/dev/shm");
   if (!d) return;
   int dfd = dirfd(d);
-  uid_t uid = geteuid() == 0 ? kSandboxUid : geteuid();
+  uid_t uid = geteuid() == 0 ? static_cast<uid_t>(config_.sandbox_uid) : geteuid();
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
@@ -561,7 +558,8 @@ std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
   if (workdir->path().empty()) return std::string("mkdtemp: ") + strerror(errno);
   // Started as root, runs are the sandbox uid: where no tmpfs is mounted over
   // it, the directory itself must be theirs.
-  if (geteuid() == 0 && chown(workdir->path().c_str(), kSandboxUid, kSandboxGid) != 0) {
+  if (geteuid() == 0 && chown(workdir->path().c_str(), static_cast<uid_t>(config_.sandbox_uid),
+                              static_cast<gid_t>(config_.sandbox_uid)) != 0) {
     return std::string("chown(workdir): ") + strerror(errno);
   }
   return std::nullopt;

@@ -89,6 +89,13 @@ ZygoteArgs ZygoteClient::ArgsFor(int ns_flags) const {
   a.outer_uid = geteuid();
   a.outer_gid = getegid();
   a.limits = RunLimitsOf(config_);
+  // A server started as another user cannot change its runs' uid: they are
+  // its own, and so are the folders made for them (a tmpfs's owner must be
+  // a uid its user namespace maps).
+  if (a.outer_uid != 0) {
+    a.limits.sandbox_uid = a.outer_uid;
+    a.limits.sandbox_gid = a.outer_gid;
+  }
   a.output = ResultLimitsFor(config_);
   a.huge_pages = config_.zygote_huge_pages;
   a.prefault = config_.spare_prefault;

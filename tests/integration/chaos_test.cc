@@ -90,10 +90,6 @@ std::vector<pid_t> ZombieChildrenOf(pid_t parent) {
   return out;
 }
 
-// Runs become this uid when the server starts as root (SECURITY.md,
-// src/sandbox/layers.h); otherwise they keep the server's.
-long SandboxUid() { return geteuid() == 0 ? 65532 : static_cast<long>(geteuid()); }
-
 // What every process of a server's sandbox has in its command line: the
 // zygote's arguments name the supervisor (NUL-separated in /proc).
 std::string SupervisorArg(pid_t server) {
@@ -407,7 +403,7 @@ TEST_F(ChaosTest, ZygoteKilledUnderLoad) {
       << "left: " << Join(left) << "spares: " << ChildrenOf(fresh, false).size();
   // Processes of the sandbox uid below the server are the new spares' only.
   for (pid_t p : DescendantsOf(s.pid())) {
-    if (UidOf(p) != SandboxUid() || p == fresh) continue;
+    if (UidOf(p) != static_cast<long>(s.sandbox_uid()) || p == fresh) continue;
     EXPECT_NE(CmdlineOf(p).find("__zygote"), std::string::npos) << p << ": " << CmdlineOf(p);
   }
   std::string log = s.Stderr();

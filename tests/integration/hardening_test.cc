@@ -37,6 +37,21 @@ os.close(2)
 time.sleep(60)
 )";
 
+// MCP_EXEC_SANDBOX_UID: a server started as root makes its runs that uid and
+// gid, with no supplementary groups, and its runs' working directory theirs.
+TEST(SandboxUidTest, RunsBecomeTheConfiguredUid) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a server started as root changes its runs' uid";
+  const std::string uid = std::to_string(20000000 + getpid());
+  ServerProcess s({{"MCP_EXEC_SANDBOX_UID", uid}});
+  s.Initialize();
+  EXPECT_EQ(s.sandbox_uid(), static_cast<uid_t>(std::stoul(uid)));
+  json r = s.Exec(
+      "import os\n"
+      "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups(), "
+      "os.stat('.').st_uid)");
+  EXPECT_EQ(r["stdout"], uid + " " + uid + " " + uid + " " + uid + " [] " + uid + "\n") << r;
+}
+
 TEST(StatusChannelTest, AForgedReportDoesNotEndTheCallBeforeItsDeadline) {
   ServerProcess s;
   s.Initialize();

@@ -50,6 +50,22 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
     if (const char* v = getenv(pass)) envs.push_back(std::string(pass) + "=" + v);
   }
   for (auto& [k, v] : env) envs.push_back(k + "=" + v);
+  // Each server's runs get a uid of their own, so that tests run side by
+  // side: RLIMIT_NPROC counts every process of a uid, and one test's fork
+  // bomb at its limit would fail another's forks. As root the server makes
+  // its runs that uid (MCP_EXEC_SANDBOX_UID); in the container postures the
+  // server itself is that uid (scripts/container-posture), and so are its
+  // runs. A test that names the variable keeps its own.
+  if (geteuid() != 0) {
+    sandbox_uid_ = geteuid();
+  } else if (auto named = env.find("MCP_EXEC_SANDBOX_UID"); named != env.end()) {
+    sandbox_uid_ = static_cast<uid_t>(std::stoul(named->second));
+  } else {
+    static std::atomic<uint32_t> started{0};
+    sandbox_uid_ = 1000000 + static_cast<uid_t>(getpid()) * 4 + started++ % 4;
+    envs.push_back((wrapper.empty() ? "MCP_EXEC_SANDBOX_UID=" : "CONTAINER_POSTURE_UID=") +
+                   std::to_string(sandbox_uid_));
+  }
   std::vector<std::string> argv_s = wrapper;
   argv_s.push_back(ServerBinary());
   argv_s.insert(argv_s.end(), args.begin(), args.end());

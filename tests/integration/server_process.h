@@ -32,6 +32,9 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  // The uid its runs are (a uid of this server's own when the tests run as
+  // root: see the constructor).
+  uid_t sandbox_uid() const { return sandbox_uid_; }
   void SendRaw(const std::string& line);  // a newline is added
   void Send(const json& msg) { SendRaw(msg.dump()); }
   // The next message from the server (any id), or nullopt after timeout.
@@ -64,6 +67,7 @@ class ServerProcess {
 
  private:
   pid_t pid_ = -1;
+  uid_t sandbox_uid_ = 0;
   int in_ = -1, out_ = -1, err_ = -1;
   std::string out_buf_;
   std::vector<json> pending_;

@@ -182,6 +182,25 @@ TEST(ConfigTest, ReadmeTableMatchesTheOptions) {
   }
 }
 
+// Servers side by side each give their runs a uid of their own; root's,
+// or one past what setresuid takes, is refused with the variable's name.
+TEST(ConfigTest, SandboxUidIsChecked) {
+  ParseResult r = Parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->sandbox_uid, 65532);
+  r = Parse({{"MCP_EXEC_SANDBOX_UID", "200001"}});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->sandbox_uid, 200001);
+  r = Parse({}, {"--sandbox-uid=300"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->sandbox_uid, 300);
+  for (const char* bad : {"0", "-5", "2147483647", "root"}) {
+    r = Parse({{"MCP_EXEC_SANDBOX_UID", bad}});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_NE(r.error.find("MCP_EXEC_SANDBOX_UID"), std::string::npos) << r.error;
+  }
+}
+
 TEST(ConfigTest, DefaultsInHelpAreTheConfigsOwn) {
   ParseResult r = Parse({}, {"--help"});
   Config defaults;

@@ -102,5 +102,35 @@ TEST(RunLimitsTest, EachLimitOfTheTableReachesTheZygoteTheLogAndDoctor) {
       << text;
 }
 
+// MCP_EXEC_SANDBOX_UID reaches the zygote as the runs' uid and gid; a uid
+// past what setresuid takes, or root's, is refused; the gid travels apart
+// (a server started as another user gives its runs its own uid and gid).
+TEST(RunLimitsTest, TheSandboxUidReachesTheZygoteAsUidAndGid) {
+  Config c;
+  EXPECT_EQ(RunLimitsOf(c).sandbox_uid, 65532u);
+  c.sandbox_uid = 1234567;
+  ZygoteArgs a = Valid();
+  a.limits = RunLimitsOf(c);
+  EXPECT_EQ(a.limits.sandbox_uid, 1234567u);
+  EXPECT_EQ(a.limits.sandbox_gid, 1234567u);
+  ZygoteArgs b;
+  std::string error;
+  ASSERT_TRUE(ParseArgv(a.ToArgv(), &b, &error)) << error;
+  EXPECT_EQ(b.limits.sandbox_uid, 1234567u);
+  EXPECT_EQ(b.limits.sandbox_gid, 1234567u);
+  a.limits.sandbox_gid = 42;  // a server started as uid 1234567, gid 42
+  ASSERT_TRUE(ParseArgv(a.ToArgv(), &b, &error)) << error;
+  EXPECT_EQ(b.limits.sandbox_uid, 1234567u);
+  EXPECT_EQ(b.limits.sandbox_gid, 42u);
+  for (const char* arg : {"--sandbox-uid=", "--sandbox-gid="}) {
+    for (const char* bad : {"0", "-1", "4294967295", "12x"}) {
+      std::vector<std::string> argv = a.ToArgv();
+      for (std::string& s : argv) {
+        if (s.rfind(arg, 0) == 0) s = arg + std::string(bad);
+      }
+      EXPECT_FALSE(ParseArgv(argv, &b, &error)) << arg << bad;
+    }
+  }
+}
 }  // namespace
 }  // namespace mcpexec
