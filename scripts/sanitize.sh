@@ -6,14 +6,37 @@
 # integration tests (the binary built with the main build, every test of it)
 # against that server, and fails on a failed test or on any sanitizer report.
 #
-# Usage: scripts/sanitize.sh [--help] [GTEST_FILTER]
+# Usage: scripts/sanitize.sh [--help] [--build | GTEST_FILTER]
 #   GTEST_FILTER  a --gtest_filter pattern (default: every integration test).
+#   --build       only build the tree: the server and the fuzz targets
+#                 (CTest's sanitizer_tree step, before this leg and fuzz).
 # Environment: BUILD_DIR (the main build, default build/), ASAN_BUILD_DIR
 # (default build-asan/), SANITIZE_SHARDS (test processes side by side,
 # default: the cores, at most 4). CTest runs it as `sanitizer_integration`.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+# Builds the given targets in the sanitizer tree, saying how long it took.
+build_tree() {
+  say "Building $* (ASan + UBSan) into $ASAN_BUILD_DIR"
+  local start=$SECONDS build_log=$ASAN_BUILD_DIR.log
+  if ! { configure_sanitizer_tree &&
+         cmake --build "$ASAN_BUILD_DIR" --target "$@" -j "$(nproc)"; } >"$build_log" 2>&1; then
+    tail -40 "$build_log" >&2
+    echo "sanitize.sh: the ASan build failed (log: $build_log)" >&2
+    exit 1
+  fi
+  say "Built in $((SECONDS - start)) s"
+}
+if [[ "${1:-}" == "--build" ]]; then
+  targets=(mcp-exec)
+  for f in "$ROOT"/tests/fuzz/fuzz_*.cc; do
+    f=${f##*/}
+    targets+=("${f%.cc}")
+  done
+  build_tree "${targets[@]}"
   exit 0
 fi
 filter=${1:-*}
@@ -21,16 +44,7 @@ reports=$ASAN_BUILD_DIR/sanitizer-reports
 tests_bin=$BUILD_DIR/tests/integration_tests
 [[ -x "$tests_bin" ]] || { echo "sanitize.sh: $tests_bin is not built (run scripts/test.sh or build $BUILD_DIR first)" >&2; exit 1; }
 
-say "Building the ASan + UBSan server into $ASAN_BUILD_DIR"
-start=$SECONDS
-build_log=$ASAN_BUILD_DIR.log
-if ! { configure_sanitizer_tree &&
-       cmake --build "$ASAN_BUILD_DIR" --target mcp-exec -j "$(nproc)"; } >"$build_log" 2>&1; then
-  tail -40 "$build_log" >&2
-  echo "sanitize.sh: the ASan build failed (log: $build_log)" >&2
-  exit 1
-fi
-say "Built in $((SECONDS - start)) s"
+build_tree mcp-exec
 
 rm -rf "$reports"
 mkdir -p "$reports"

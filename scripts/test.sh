@@ -3,9 +3,27 @@
 # pinned npm packages of the client tests), builds, then runs every test
 # registered with CTest (unit, integration over each transport with the chaos
 # tests, escape suite, official-SDK client, conformance, the bench's short
-# runs, the sanitizer leg, the fuzz targets; the soak runs on demand:
-# ctest -L soak). Run as root (or with sudo available).
+# runs, the sanitizer leg, the fuzz targets, the image; the soak runs on
+# demand: ctest -L soak), side by side: one test per core in the foreground,
+# and the two builds of the suite (the sanitizer tree, the image) beside them
+# at a lower CPU priority. Ends with a table of each leg's time. Run as root
+# (or with sudo available).
+#
+# Usage: scripts/test.sh [--quick] [CTEST_ARGS...]
+#   --quick  the presubmit (about 10 minutes after a build): unit tests,
+#            format, layers, clang-tidy on the C++ files changed against main,
+#            one integration test of each suite, the escape suite in the root
+#            posture. The whole suite is for before a merge.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+quick=0
+if [[ "${1:-}" == "--quick" ]]; then
+  quick=1
+  shift
+fi
 started=$SECONDS
 install_packages "$ROOT/scripts/deps/build.txt" "$ROOT/scripts/deps/runtime.txt" "$ROOT/scripts/deps/test.txt"
 # The pinned npm packages of the Node-based tests (official MCP SDK client,
@@ -21,12 +39,41 @@ setup_s=$((SECONDS - started))
 started=$SECONDS
 build
 build_s=$((SECONDS - started))
-say "Running the test suite"
 cd "$BUILD_DIR"
-# The soak (label soak) runs on demand, not in the gate: ctest -L soak.
 log=$BUILD_DIR/ctest-output.log
+# One foreground slot per core, at least two (every test takes one or two:
+# tests/CMakeLists.txt); the two builds take none, hence two jobs more.
+slots=$(nproc)
+((slots >= 2)) || slots=2
+spec=$BUILD_DIR/ctest-resources.json
+printf '{"version": {"major": 1, "minor": 0}, "local": [{"fg": [{"id": "0", "slots": %d}]}]}\n' \
+  "$slots" >"$spec"
+parallel=(-j "$((slots + 2))" --resource-spec-file "$spec")
 rc=0
-ctest --output-on-failure --timeout 900 -LE soak "$@" 2>&1 | tee "$log" || rc=$?
-# Each leg's wall time, slowest first.
-"$ROOT/scripts/leg-table" "$BUILD_DIR" "$log" "setup=$setup_s" "build=$build_s" || true
+started=$SECONDS
+if ((quick)); then
+  say "The presubmit: unit, format, layers, tidy on the changed files, an integration test per suite, escape (root)"
+  : >"$log"
+  # One integration test of each suite (a suite is a feature's tests): the first listed.
+  picked=$(ctest -N -L integration | sed -n 's/^ *Test *#[0-9]*: \([A-Za-z0-9_]*\)\.\([A-Za-z0-9_/]*\)$/\1.\2/p' |
+    awk -F. '!seen[$1]++' | sed 's/[.]/[.]/' | paste -sd'|')
+  ctest --output-on-failure --timeout 900 "${parallel[@]}" -L unit "$@" 2>&1 | tee -a "$log" || rc=$?
+  ctest --output-on-failure --timeout 900 "${parallel[@]}" -R "^(format|layers|escape_root|${picked})\$" \
+    "$@" 2>&1 | tee -a "$log" || rc=$?
+  mapfile -t changed < <(cd "$ROOT" && { git diff --name-only main -- 'src/*.cc' 'embed/*.cc'; git ls-files --others --exclude-standard -- 'src/*.cc' 'embed/*.cc'; } | sort -u)
+  existing=()
+  for f in "${changed[@]}"; do [[ -f "$ROOT/$f" ]] && existing+=("$f"); done
+  if ((${#existing[@]})); then
+    "$ROOT/scripts/check-tidy" "$BUILD_DIR" "${existing[@]}" 2>&1 | tee -a "$log" || rc=1
+  else
+    echo "check-tidy: no C++ file of src/ or embed/ changed against main" | tee -a "$log"
+  fi
+else
+  say "Running the test suite"
+  # The soak (label soak) runs on demand, not in the gate: ctest -L soak.
+  ctest --output-on-failure --timeout 900 "${parallel[@]}" -LE soak "$@" 2>&1 | tee "$log" || rc=$?
+fi
+tests_s=$((SECONDS - started))
+# Each leg's time, slowest first.
+"$ROOT/scripts/leg-table" "$BUILD_DIR" "$log" "setup=$setup_s" "build=$build_s" "tests=$tests_s" || true
 exit "$rc"
