@@ -85,7 +85,7 @@ int64_t Millis(Clock::duration d) {
 
 }  // namespace
 
-Executor::Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler,
+Executor::Executor(const Config& config, SandboxLink& zygote, Scheduler& scheduler,
                    Metrics* metrics)
     : config_(config), zygote_(zygote), scheduler_(scheduler), metrics_(metrics) {}
 

@@ -27,8 +27,8 @@
 #include "base/tool_gateway.h"
 #include "supervisor/resource_store.h"
 #include "supervisor/run.h"
+#include "supervisor/sandbox_link.h"
 #include "supervisor/scheduler.h"
-#include "supervisor/zygote_client.h"
 
 namespace mcpexec {
 
@@ -49,7 +49,7 @@ struct SessionRun {
 
 class Executor {
  public:
-  Executor(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Metrics* metrics);
+  Executor(const Config& config, SandboxLink& zygote, Scheduler& scheduler, Metrics* metrics);
   ~Executor();
 
   // Creates the base folder for the runs' working directories.
@@ -152,7 +152,7 @@ class Executor {
   void PurgeDevShm();
 
   const Config& config_;
-  ZygoteClient& zygote_;
+  SandboxLink& zygote_;
   Scheduler& scheduler_;
   Metrics* metrics_;
   std::string base_dir_;

@@ -139,7 +139,7 @@ struct Executor::RunIo {
   std::chrono::milliseconds interrupt_grace{0};
   int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
 
-  void Kill(ZygoteClient& zygote) {
+  void Kill(SandboxLink& zygote) {
     if (phase == Phase::kKilling) return;
     phase = Phase::kKilling;
     zygote.Kill(run_id);
@@ -148,7 +148,7 @@ struct Executor::RunIo {
   // The supervisor ends the run for `why`: a one-shot run is killed; a
   // session's cell gets KeyboardInterrupt, and is killed only if it has not
   // ended within the grace; the server's shutdown kills either.
-  void Stop(ZygoteClient& zygote, StopCause why) {
+  void Stop(SandboxLink& zygote, StopCause why) {
     if (cause == StopCause::kNone) cause = why;
     if (!session || why == StopCause::kShutdown) return Kill(zygote);
     if (phase != Phase::kRunning) return;

@@ -21,47 +21,14 @@
 #include "process/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "supervisor/run.h"
+#include "supervisor/sandbox_link.h"
 
 namespace mcpexec {
 
-// What the zygote has told us about one run. Guarded by its own mutex; the
-// run's I/O loop is woken through an eventfd on every change.
-struct RunSlot {
-  // A slot with its eventfd; nullptr (errno set) if the kernel refuses one.
-  static std::shared_ptr<RunSlot> Make();
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false;
-  pid_t pid = 0;
-  std::string cgroup;  // the run's cgroup's name, "" without the cgroup layer
-  bool exited = false;
-  int wait_status = 0;
-  bool oom_killed = false;  // the run's cgroup killed something for memory
-  uint32_t ended_by = 0;    // wire::kExitedByZygote's flags
-  // A session's counts after its cells (wire::kCount): how many the zygote
-  // answered, and whether the latest ended the session.
-  uint64_t counted = 0;
-  bool count_ended = false;
-  bool lost = false;  // the zygote died or refused the run
-  std::string lost_reason;
-  RunFailure lost_cause = RunFailure::kSandboxLost;
-  // With mu held: wakes the run's I/O loop.
-  void Notify();
-  // The eventfd to poll. Open until CloseWake(), which only the run's own
-  // cleanup calls, after its I/O loop is over.
-  int wake_fd() const { return wake_.get(); }
-  // Closes the eventfd under mu: a late message from the zygote then wakes
-  // nobody.
-  void CloseWake();
-
- private:
-  UniqueFd wake_;  // guarded by mu
-};
-
-class ZygoteClient {
+class ZygoteClient : public SandboxLink {
  public:
   explicit ZygoteClient(const Config& config);
-  ~ZygoteClient();
+  ~ZygoteClient() override;
 
   // Spawns the zygote and waits for its report. Call before any other thread
   // of the server exists.
@@ -73,21 +40,22 @@ class ZygoteClient {
   bool WaitNextZygote(uint64_t generation, int timeout_ms);
   // Sends a run; fds are the runner's ends (the caller closes its copies).
   bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
-              std::shared_ptr<RunSlot> slot, std::string* error);
-  void Kill(uint64_t run_id);
+              std::shared_ptr<RunSlot> slot, std::string* error) override;
+  void Kill(uint64_t run_id) override;
   // A session's next cell, to the interpreter the run run_id started (fds:
   // the cell's runner ends, as for Launch). False if the sandbox cannot be
   // reached; a session that is gone reports its end on its slot instead.
-  bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds, std::string* error);
+  bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,
+                std::string* error) override;
   // SIGINT to a session's interpreter (KeyboardInterrupt in its cell).
-  void Interrupt(uint64_t run_id);
+  void Interrupt(uint64_t run_id) override;
   // A session's cell ended: the zygote counts what the sessions hold now and
   // answers on the run's slot (counted, count_ended). False if the sandbox
   // cannot be reached.
-  bool Count(uint64_t run_id);
+  bool Count(uint64_t run_id) override;
   // The kernel's count of memory kills in a run's cgroup so far (0 without
   // the memory controller).
-  int64_t OomKills(const std::string& cgroup) const;
+  int64_t OomKills(const std::string& cgroup) const override;
   // Closes the control socket (the zygote then kills every runner and exits)
   // and reaps it.
   void Shutdown();

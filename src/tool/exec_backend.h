@@ -12,6 +12,7 @@
 #include "protocol/mcp_session.h"
 #include "supervisor/executor.h"
 #include "supervisor/sessions.h"
+#include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 
 namespace mcpexec {
