@@ -499,7 +499,11 @@ std::optional<Failed> Executor::Settle(RunIo& io) {
     memory_killed = io.reaped && io.reaped->oom_killed;  // the run's cgroup
   }
   if (stopped) o.exit_code = -1;
-  const bool held = io.reaped && (io.reaped->ended_by & wire::kExitedRunsHeldProcesses);
+  // The zygote's kill for the processes it held ended the run only if a
+  // signal did: a run that exited by itself first (a fork bomb that stopped
+  // at the limit and returned) keeps its own end and exit code.
+  const bool held =
+      io.reaped && (io.reaped->ended_by & wire::kExitedRunsHeldProcesses) && o.signal != 0;
   o.end = ClassifyEnd(io.cause, o.exit_code, o.signal, note, memory_killed, held);
   return std::nullopt;
 }

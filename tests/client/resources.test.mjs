@@ -181,12 +181,15 @@ for (const conn of connections) {
   });
 }
 
-describe('the store: MCP_EXEC_RESOURCE_STORE_MB=50, MCP_EXEC_RESOURCE_TTL_S=10', { timeout: TIMEOUT_MS }, () => {
+// Long enough for the reads below on a busy machine (two 20 MiB resources
+// read in parts took 14 s beside the suite's builds), short enough to wait out.
+const TTL_S = 30;
+describe('the store: MCP_EXEC_RESOURCE_STORE_MB=50, MCP_EXEC_RESOURCE_TTL_S=30', { timeout: TIMEOUT_MS }, () => {
   let ctx;
   before(async () => {
     ctx = await connectMcpExec({
       clientName: 'resources-bounds',
-      env: { ...DEFAULTS, MCP_EXEC_RESOURCE_STORE_MB: '50', MCP_EXEC_RESOURCE_TTL_S: '10' },
+      env: { ...DEFAULTS, MCP_EXEC_RESOURCE_STORE_MB: '50', MCP_EXEC_RESOURCE_TTL_S: String(TTL_S) },
     });
   });
   after(async () => ctx?.client.close());
@@ -205,12 +208,15 @@ describe('the store: MCP_EXEC_RESOURCE_STORE_MB=50, MCP_EXEC_RESOURCE_TTL_S=10',
     const second = await bigFile('b');
     assert.equal((await readWhole(ctx.client, first)).bytes.length, 20 << 20);
     const third = await bigFile('c'); // 60 MiB would not fit in 50: the first goes
+    const thirdAt = Date.now();
     assert.equal((await readError(ctx.client, first)).code, -32002, 'the oldest was evicted');
     assert.equal((await readWhole(ctx.client, second)).bytes.length, 20 << 20);
     assert.equal((await readWhole(ctx.client, third)).bytes.length, 20 << 20);
-    await new Promise((resolve) => setTimeout(resolve, 10_500));
+    // Reading 40 MiB takes seconds on a busy machine: the TTL leaves room
+    // for it, and the wait ends just past the TTL of the newest.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, TTL_S * 1000 + 500 - (Date.now() - thirdAt))));
     const expired = await readError(ctx.client, third);
-    assert.equal(expired.code, -32002, `expired after 10 s: ${brief(expired)}`);
+    assert.equal(expired.code, -32002, `expired after ${TTL_S} s: ${brief(expired)}`);
     assert.match(expired.message, /resource not found/);
   });
 });

@@ -413,8 +413,16 @@ for _ in range(44):
 print(len(pids), "held")
 )",
                        {{"session", "hog"}});
-    ASSERT_EQ(held["exit_code"], 0) << held.dump();
-    ASSERT_EQ(held["stdout"], "44 held\n") << held.dump();
+    // Two correct mechanisms race: the cell forks all 44 and its end's count
+    // ends the session, or (on a slow day, forking 44 took over a second)
+    // the zygote's once-a-second watch ends it mid-cell. Either way the
+    // session holding them is gone, and says why.
+    if (held["exit_code"] == 0) {
+      EXPECT_EQ(held["stdout"], "44 held\n") << held.dump();
+    } else {
+      EXPECT_NE(held.value("session_ended", "").find("held the most"), std::string::npos)
+          << held.dump();
+    }
     // A one-shot run needs 30 of the 64: with the 44 held, fork fails with
     // EAGAIN.
     json r = ForkInARun(s, 30);

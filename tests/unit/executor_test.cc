@@ -365,6 +365,21 @@ TEST_F(ExecutorTest, ARunTheZygoteEndedForItsProcessesSaysSo) {
   EXPECT_EQ(Outcome(Req()).end, RunEnd::kProcesses);
 }
 
+// The zygote's watch and the run's own end race: a run that exited by
+// itself before the kill keeps its exit code and its end (the image's fork
+// bomb once came back as reason "processes" with exit_code 0).
+TEST_F(ExecutorTest, ARunThatExitedBeforeTheZygotesKillKeepsItsOwnEnd) {
+  Start();
+  RunScript s;
+  s.out = "stopped after 53 children: Resource temporarily unavailable\n";
+  s.exit_code = 0;
+  s.ended_by = wire::kExitedRunsHeldProcesses;
+  sandbox_.Push(s);
+  RunOutcome o = Outcome(Req());
+  EXPECT_EQ(o.end, RunEnd::kExited);
+  EXPECT_EQ(o.exit_code, 0);
+}
+
 TEST_F(ExecutorTest, PipesALeftoverHoldsDoNotHoldTheAnswer) {
   Start();
   RunScript s;
