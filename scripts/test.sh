@@ -37,7 +37,18 @@ for dir in tests/client tests/conformance tests/clients tests/deploy tests/upstr
 done
 setup_s=$((SECONDS - started))
 started=$SECONDS
+# The sanitizer tree (the ASan server and the fuzz targets: the sanitizer
+# leg's and the fuzz leg's) builds beside the main build: it starts the
+# suite's longest chain (build, then the sanitizer leg), and compiling beside
+# a compile slows no timing-bound test. Its log: build-asan.log. A failure
+# here shows again in CTest's sanitizer_tree step, which builds what is left.
+asan_pid=
+if ((!quick)); then
+  "$ROOT/scripts/sanitize.sh" --build &
+  asan_pid=$!
+fi
 build
+[[ -n $asan_pid ]] && { wait "$asan_pid" || say "The sanitizer tree did not build (see build-asan.log)"; }
 build_s=$((SECONDS - started))
 cd "$BUILD_DIR"
 log=$BUILD_DIR/ctest-output.log
