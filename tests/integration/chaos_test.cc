@@ -376,7 +376,6 @@ TEST_F(ChaosTest, ZygoteKilledUnderLoad) {
   ASSERT_TRUE(next.contains("result")) << next.dump();
   EXPECT_FALSE(next["result"].value("isError", false)) << next.dump();
   EXPECT_EQ(next["result"]["structuredContent"]["stdout"], "after restart\n");
-  EXPECT_LT(next_ms, 1000) << "the first call sent after the restart";
   // The queued calls never reached the dead zygote: they ran on the new one.
   for (int i = 0; i < 3; ++i) {
     json m = s.WaitForId(20 + i, 60000);
@@ -384,6 +383,17 @@ TEST_F(ChaosTest, ZygoteKilledUnderLoad) {
     EXPECT_FALSE(m["result"].value("isError", false)) << m.dump();
     EXPECT_EQ(m["result"]["structuredContent"]["stdout"], "queued " + std::to_string(i) + "\n");
   }
+  // The bound, 1 s, holds on an idle machine; beside other tests the
+  // margin comes from this machine's speed now: the same call, sent once the
+  // queue has drained, times three. A first call that waited for the
+  // restart's aftermath (spares, a backoff) takes several times longer.
+  const auto steady_at = Clock::now();
+  json steady = s.Call({{"code", "print('after restart')"}});
+  const int64_t steady_ms = MillisSince(steady_at);
+  EXPECT_FALSE(steady.value("isError", false)) << steady.dump();
+  EXPECT_LT(next_ms, std::max<int64_t>(1000, 3 * steady_ms))
+      << "the first call sent after the restart, against " << steady_ms
+      << " ms for the same call once the queue drained";
 
   // Nothing is left of the killed runs, nor of the dead zygote's spares.
   for (const auto& m : markers) {
