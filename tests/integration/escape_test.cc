@@ -359,8 +359,15 @@ TEST(CleanupTest, ATreeDeeperThanAnyRecursionBoundGoesWithItsRun) {
     GTEST_SKIP() << *why;
   for (const char* posture : {"root", "container", "docker"}) {
     SCOPED_TRACE(posture);
-    const std::set<std::string> before = RunDirs("/tmp");
-    ServerProcess s({}, {}, Wrapper(posture));
+    // In the root posture the server's /tmp is the host's, where servers of
+    // other tests come and go side by side: this one gets a workdir root of
+    // its own. The container postures have a /tmp of their own.
+    const bool host_tmp = std::string(posture) == "root";
+    char own[] = "/tmp/mcp-exec-cleanup-test-XXXXXX";
+    ASSERT_NE(mkdtemp(own), nullptr);
+    std::map<std::string, std::string> env;
+    if (host_tmp) env["MCP_EXEC_WORKDIR_ROOT"] = own;
+    ServerProcess s(env, {}, Wrapper(posture));
     s.Initialize();
     json out = s.Exec(R"(
 import os
@@ -376,17 +383,14 @@ print("deep")
     ASSERT_EQ(out["stdout"], "deep\n") << out.dump();
     // The server's own folder, /tmp/mcp-exec-XXXXXX, holds a directory per
     // live run: none once the run's cleanup (just after its answer) is done.
-    // In the root posture that /tmp is the host's, where a server killed
-    // before its cleanup (a chaos test's) may have left a folder: those
-    // that were there before this server started are not its own.
-    const std::string tmp = "/proc/" + std::to_string(s.pid()) + "/root/tmp";
-    auto runs_left = [&] {
-      size_t n = 0;
-      for (const std::string& dir : RunDirs(tmp)) n += before.count(dir) == 0;
-      return n;
-    };
+    const std::string tmp =
+        host_tmp ? std::string(own) : "/proc/" + std::to_string(s.pid()) + "/root/tmp";
+    auto runs_left = [&] { return RunDirs(tmp).size(); };
     EXPECT_TRUE(WaitUntil([&] { return runs_left() == 0; }, 20000))
         << runs_left() << " run directories outlived their runs in " << tmp;
+    s.CloseStdin();
+    EXPECT_EQ(s.Wait(20000), 0);
+    EXPECT_EQ(system(("rm -rf '" + std::string(own) + "'").c_str()), 0);
   }
 }
 

@@ -22,9 +22,13 @@ struct CommandResult {
   std::string out, err;
 };
 
+// Each test process has its own file for the binary's stderr: the sanitizer
+// leg runs shards of this suite side by side, and one shared name let a
+// shard read what the other's command wrote.
+std::string ErrPath() { return "/tmp/mcp-exec-lifecycle-err." + std::to_string(getpid()); }
+
 CommandResult RunBinary(const std::string& env_and_args) {
-  std::string cmd =
-      "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>/tmp/mcp-exec-lifecycle-err";
+  std::string cmd = "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>" + ErrPath();
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -32,9 +36,10 @@ CommandResult RunBinary(const std::string& env_and_args) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  FILE* e = fopen("/tmp/mcp-exec-lifecycle-err", "r");
+  FILE* e = fopen(ErrPath().c_str(), "r");
   while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
   if (e) fclose(e);
+  unlink(ErrPath().c_str());
   return r;
 }
 
@@ -95,7 +100,7 @@ TEST(LifecycleTest, DoctorShowsTheSeccompArgumentRules) {
 // while the runtime still warms; the calls run to their end (one for two
 // seconds) and each is answered, then the server exits 0.
 TEST(LifecycleTest, PipedCallsRunToTheirEndAndAreAnswered) {
-  const std::string requests = "/tmp/mcp-exec-lifecycle-piped.jsonl";
+  const std::string requests = "/tmp/mcp-exec-lifecycle-piped.jsonl." + std::to_string(getpid());
   {
     std::string lines =
         json({{"jsonrpc", "2.0"},
