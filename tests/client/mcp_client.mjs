@@ -180,7 +180,15 @@ async function spawnHttpServer({ transport, env, authToken, port }) {
       err.portConflict = /listen_failed|cannot listen/.test(log) && /in use/i.test(log);
       throw err;
     }
-    if ((await httpStatus(`${origin}/healthz`)) === 200 && (await httpStatus(`${origin}/readyz`)) === 200) break;
+    // Ready means this server listens (its own log says so), never merely
+    // that something on the port answers.
+    if (
+      /"event":"listening"/.test(log) &&
+      (await httpStatus(`${origin}/healthz`)) === 200 &&
+      (await httpStatus(`${origin}/readyz`)) === 200
+    ) {
+      break;
+    }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       await exited;

@@ -37,13 +37,21 @@ fail() {
   [[ -f ${2:-} ]] && sed 's/^/  | /' "$2" | tail -30
 }
 
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 token="clients-$RANDOM$RANDOM"
+# A free port may be taken before the server binds it (a test side by side):
+# the server then ends with listen_failed and starts again on another.
+for attempt in 1 2 3 4 5; do
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  env -i PATH="$PATH" MCP_EXEC_TRANSPORT=http MCP_EXEC_ADDR="127.0.0.1:$port" \
+    MCP_EXEC_AUTH_TOKEN="$token" "$BIN" 2>"$work/server.log" &
+  server=$!
+  ready=0
+  /usr/bin/python3 "$HERE/../wait_ready.py" "$port" "$server" "$work/server.log" || ready=$?
+  ((ready == 3)) || break
+  wait "$server" 2>/dev/null || true
+done
+((ready == 0)) || { fail "the server did not become ready" "$work/server.log"; exit 1; }
 url="http://127.0.0.1:$port/mcp"
-env -i PATH="$PATH" MCP_EXEC_TRANSPORT=http MCP_EXEC_ADDR="127.0.0.1:$port" \
-  MCP_EXEC_AUTH_TOKEN="$token" "$BIN" 2>"$work/server.log" &
-server=$!
-/usr/bin/python3 "$HERE/../wait_ready.py" "$port" || { fail "the server did not become ready" "$work/server.log"; exit 1; }
 
 # Runs a client with an empty HOME and no TTY; its output goes to $work/$1.
 client() {

@@ -31,7 +31,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_ready() { /usr/bin/python3 "$HERE/../wait_ready.py" "$1"; }
+wait_ready() { /usr/bin/python3 "$HERE/../wait_ready.py" "$@"; }
 # Judges the checks.json files under $1: prints each check that is not a
 # success, and exits 1 if any fails for a reason other than "Not testable".
 judge() {
@@ -54,12 +54,20 @@ PY
 }
 
 for token in "" "conformance-$RANDOM$RANDOM"; do
-  port=$(free_port)
   log="$work/server.log"
-  env -i PATH="$PATH" MCP_EXEC_TRANSPORT=http MCP_EXEC_ADDR="127.0.0.1:$port" \
-    ${token:+MCP_EXEC_AUTH_TOKEN=$token} "$BIN" 2>"$log" &
-  server=$!
-  if ! wait_ready "$port"; then
+  # A free port may be taken before the server binds it (a test side by
+  # side): the server then ends with listen_failed and starts on another.
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    env -i PATH="$PATH" MCP_EXEC_TRANSPORT=http MCP_EXEC_ADDR="127.0.0.1:$port" \
+      ${token:+MCP_EXEC_AUTH_TOKEN=$token} "$BIN" 2>"$log" &
+    server=$!
+    ready=0
+    wait_ready "$port" "$server" "$log" || ready=$?
+    ((ready == 3)) || break
+    wait "$server" 2>/dev/null || true
+  done
+  if ((ready != 0)); then
     echo "the server did not become ready; its log:" >&2
     cat "$log" >&2
     kill "$server" 2>/dev/null

@@ -11,7 +11,7 @@
 // after a run, as the host sees them) stays with that harness.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -79,6 +79,7 @@ function check(c, out) {
 // volume. The link to the server's binary points at secret/ here: the
 // image's binary is under /usr, which runs may read.
 const MOUNT_BASE = '/var/tmp/mcp-exec-test-mounts';
+let tmpCount = 0;
 function mountFixture() {
   for (const d of ['', '/data', '/data/sub', '/results', '/secret']) {
     mkdirSync(MOUNT_BASE + d, { recursive: true });
@@ -87,9 +88,16 @@ function mountFixture() {
   let csv = 'city,year,rain_mm\n';
   for (let i = 0; i < 2000; i++) csv += `city${i % 40},${1990 + (i % 30)},${i % 97}\n`;
   const files = { '/data/rain.csv': csv, '/data/sub/note.txt': 'a note\n', '/secret/token.txt': 'TOKEN-OUTSIDE-THE-MOUNT\n' };
+  // Written beside the fixture's top and renamed into place, as the host
+  // side's tests do (tests/integration/postures.h): their runs read these
+  // files side by side with this suite and must never see one half written,
+  // nor a temporary name in a folder they list.
+  const tmp = () => `${MOUNT_BASE}/.tmp-${process.pid}-${tmpCount++}`;
   for (const [f, text] of Object.entries(files)) {
-    writeFileSync(MOUNT_BASE + f, text);
-    chmodSync(MOUNT_BASE + f, 0o666);
+    const t = tmp();
+    writeFileSync(t, text);
+    chmodSync(t, 0o666);
+    renameSync(t, MOUNT_BASE + f);
   }
   const links = {
     link_shadow: '/etc/shadow',
@@ -98,8 +106,9 @@ function mountFixture() {
     link_server: `${MOUNT_BASE}/secret/token.txt`,
   };
   for (const [name, target] of Object.entries(links)) {
-    rmSync(`${MOUNT_BASE}/data/${name}`, { force: true });
-    symlinkSync(target, `${MOUNT_BASE}/data/${name}`);
+    const t = tmp();
+    symlinkSync(target, t);
+    renameSync(t, `${MOUNT_BASE}/data/${name}`);
   }
   const data = `${MOUNT_BASE}/data`, results = `${MOUNT_BASE}/results`;
   return ['-v', `${data}:${data}:ro`, '-v', `${results}:${results}`,

@@ -310,21 +310,40 @@ TEST(CodeModeStartTest, ABadUpstreamStopsTheStartNamingIt) {
 // loopback.mjs makes its listen() bind loopback only).
 class HttpUpstream {
  public:
-  HttpUpstream() : port_(FreePort()) { Start(); }
+  HttpUpstream() {
+    // A port FreePort found may be taken before node binds it (a test
+    // process side by side): node then exits, and it starts on another.
+    for (int attempt = 0; attempt < 5 && !ready_; ++attempt) {
+      port_ = FreePort();
+      Start();
+    }
+    EXPECT_TRUE(ready_) << "the HTTP upstream never listened";
+  }
   ~HttpUpstream() { Stop(); }
-  // A restart forgets every MCP session the server had.
+  // A restart forgets every MCP session the server had; the port stays (the
+  // URL is the server's), tried again for a while if something took it.
   void Restart() {
     Stop();
-    Start();
+    for (int attempt = 0; attempt < 10 && !ready_; ++attempt) {
+      if (attempt > 0) usleep(200000);
+      Start();
+    }
+    EXPECT_TRUE(ready_) << "the HTTP upstream did not listen again on " << port_;
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
   int port() const { return port_; }
 
  private:
   void Stop() {
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+    ready_ = false;
   }
+  // Ready: our own node is alive and the port takes connections (not
+  // merely something on the port).
   void Start() {
     pid_ = fork();
     if (pid_ == 0) {
@@ -337,8 +356,10 @@ class HttpUpstream {
              nullptr);
       _exit(127);
     }
-    WaitUntil(
+    bool exited = false;
+    const bool answered = WaitUntil(
         [&] {
+          if (waitpid(pid_, nullptr, WNOHANG) == pid_) return exited = true;
           int fd = socket(AF_INET, SOCK_STREAM, 0);
           sockaddr_in a{};
           a.sin_family = AF_INET;
@@ -349,10 +370,13 @@ class HttpUpstream {
           return ok;
         },
         20000);
+    if (exited) pid_ = -1;
+    ready_ = answered && !exited;
   }
 
   int port_ = 0;
   pid_t pid_ = -1;
+  bool ready_ = false;
 };
 
 TEST(CodeModeHttpTest, AStreamableHttpUpstreamOnLoopback) {

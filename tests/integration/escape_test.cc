@@ -54,9 +54,13 @@ std::string UpstreamsDir() {
   const std::string copy =
       "/var/tmp/mcp-exec-escape-upstreams-" + std::to_string(std::hash<std::string>{}(dir));
   if (access((copy + "/node_modules/.package-lock.json").c_str(), R_OK) != 0) {
-    const std::string cmd = "rm -rf '" + copy + ".part' && cp -a '" + dir + "' '" + copy +
-                            ".part' && rm -rf '" + copy + "' && mv '" + copy + ".part' '" + copy +
-                            "'";
+    // Copied under a name of this process's own and renamed into place
+    // whole, unless another test process got there first: a copy in use is
+    // never removed under its upstream.
+    const std::string part = copy + ".part." + std::to_string(getpid());
+    const std::string cmd = "rm -rf '" + part + "' && cp -a '" + dir + "' '" + part +
+                            "' && { mv -T '" + part + "' '" + copy + "' 2>/dev/null || rm -rf '" +
+                            part + "'; }";
     EXPECT_EQ(system(cmd.c_str()), 0) << cmd;
   }
   return copy;

@@ -38,18 +38,29 @@ const char* const kInit =
 
 void HttpServerTest::Start(Env env, const std::string& transport,
                            const std::vector<std::string>& wrapper) {
-  port_ = FreePort();
   env["MCP_EXEC_TRANSPORT"] = transport;
-  env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
   token_ = env.count("MCP_EXEC_AUTH_TOKEN") ? env["MCP_EXEC_AUTH_TOKEN"] : "";
-  server_ = std::make_unique<ServerProcess>(env, std::vector<std::string>{}, wrapper);
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        auto r = Client().Get("/readyz");
-        return r && r->status == 200;
-      },
-      60000))
-      << server_->Stderr();
+  // The port FreePort found may be taken again before the server binds it
+  // (a test process side by side, a client's local port): the server then
+  // ends with listen_failed, and it starts again on another. Ready means
+  // this server listens (its own log says so), never that something on
+  // the port answers.
+  for (int attempt = 1;; ++attempt) {
+    port_ = FreePort();
+    env["MCP_EXEC_ADDR"] = "127.0.0.1:" + std::to_string(port_);
+    server_ = std::make_unique<ServerProcess>(env, std::vector<std::string>{}, wrapper);
+    const bool ready = WaitUntil(
+        [&] {
+          if (server_->Wait(0) != -1) return true;
+          auto r = Client().Get("/readyz");
+          return r && r->status == 200 && server_->StderrHas("\"event\":\"listening\"", 0);
+        },
+        60000);
+    if (ready && server_->Wait(0) == -1) return;
+    const bool port_taken = server_->Stderr().find("\"listen_failed\"") != std::string::npos;
+    ASSERT_TRUE(port_taken && attempt < 5)
+        << "the server did not get ready (attempt " << attempt << "): " << server_->Stderr();
+  }
 }
 
 httplib::Client HttpServerTest::Client() {
@@ -122,7 +133,9 @@ long HttpServerTest::Metric(const std::string& name) {
 
 void HttpServerTest::TearDown() {
   // An HTTP server ends on SIGTERM, not on stdin EOF, with status 0.
-  if (server_ && server_->Wait(0) < 0) {
+  // A server the test did not see end is told to end now and must exit 0:
+  // one that crashed on its own fails here.
+  if (server_ && !server_->exit_seen()) {
     kill(server_->pid(), SIGTERM);
     EXPECT_EQ(server_->Wait(30000), 0);
   }

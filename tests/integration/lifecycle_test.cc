@@ -17,31 +17,8 @@
 namespace mcpexec::testing {
 namespace {
 
-struct CommandResult {
-  int status;
-  std::string out, err;
-};
-
-// Each test process has its own file for the binary's stderr: the sanitizer
-// leg runs shards of this suite side by side, and one shared name let a
-// shard read what the other's command wrote.
-std::string ErrPath() { return "/tmp/mcp-exec-lifecycle-err." + std::to_string(getpid()); }
-
-CommandResult RunBinary(const std::string& env_and_args) {
-  std::string cmd = "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>" + ErrPath();
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  FILE* e = fopen(ErrPath().c_str(), "r");
-  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-  if (e) fclose(e);
-  unlink(ErrPath().c_str());
-  return r;
-}
+// A bare environment, stderr apart, runs as a uid of this test's own.
+CommandResult RunBinary(const std::string& env_and_args) { return RunBare(env_and_args); }
 
 TEST(LifecycleTest, MalformedConfigIsOneLineAndExitOne) {
   for (const char* bad : {"MCP_EXEC_MAX_TIMEOUT_S=abc", "MCP_EXEC_DEFAULT_TIMEOUT_S=1.5",
@@ -124,17 +101,10 @@ TEST(LifecycleTest, PipedCallsRunToTheirEndAndAreAnswered) {
     fwrite(lines.data(), 1, lines.size(), f);
     fclose(f);
   }
-  FILE* p = popen(("cat " + requests + " | env -i PATH=/usr/bin:/bin " + ServerBinary() +
-                   " 2>/tmp/mcp-exec-lifecycle-err")
-                      .c_str(),
-                  "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int st = pclose(p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  const CommandResult r = RunBare(ServerBinary(), requests);
+  unlink(requests.c_str());
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string& out = r.out;
   std::map<int, json> answers;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {

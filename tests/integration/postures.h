@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -39,8 +40,19 @@ inline std::optional<std::string> PosturesMissing(const char* root_reason) {
 // beside data/ on the host and in no mount.
 inline const std::string kMountBase = "/var/tmp/mcp-exec-test-mounts";
 
+// A name for a file or link about to be renamed to path: under kMountBase's
+// top (no run sees it) for a path in the fixture, never in the folder it goes
+// to, where another test's run listing that folder would see it; beside
+// path otherwise.
+inline std::string TempNameFor(const std::string& path) {
+  static std::atomic<uint32_t> made{0};
+  const std::string dir =
+      path.rfind(kMountBase + "/", 0) == 0 ? kMountBase : path.substr(0, path.rfind('/'));
+  return dir + "/.tmp-" + std::to_string(getpid()) + "-" + std::to_string(made++);
+}
+
 inline void WriteFile(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  std::string tmp = TempNameFor(path);
   std::ofstream(tmp) << text;
   chmod(tmp.c_str(), 0666);
   rename(tmp.c_str(), path.c_str());
@@ -49,7 +61,7 @@ inline void WriteFile(const std::string& path, const std::string& text) {
 // Atomic, as WriteFile: a run of another test process reading the link at
 // that moment finds the old one or the new one, never none.
 inline void Relink(const std::string& target, const std::string& link) {
-  std::string tmp = link + ".tmp" + std::to_string(getpid());
+  std::string tmp = TempNameFor(link);
   unlink(tmp.c_str());
   if (symlink(target.c_str(), tmp.c_str()) != 0 || rename(tmp.c_str(), link.c_str()) != 0) {
     perror(link.c_str());

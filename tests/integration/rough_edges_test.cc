@@ -16,28 +16,10 @@
 namespace mcpexec::testing {
 namespace {
 
-struct Ran {
-  int status = -1;
-  std::string out, err;
-};
+using Ran = CommandResult;
 
 // The binary with a bare environment; stdout and stderr apart.
-Ran RunServer(const std::string& env_and_args) {
-  const std::string err_path = "/tmp/mcp-exec-rough-edges-err." + std::to_string(getpid());
-  const std::string cmd = "env -i PATH=/usr/bin:/bin " + env_and_args + " </dev/null 2>" + err_path;
-  Ran r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  FILE* e = fopen(err_path.c_str(), "r");
-  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-  if (e) fclose(e);
-  unlink(err_path.c_str());
-  return r;
-}
+Ran RunServer(const std::string& env_and_args) { return RunBare(env_and_args); }
 
 bool Has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;

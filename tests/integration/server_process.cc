@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -38,6 +40,41 @@ std::string ReadProcFile(const std::string& path) {
 
 }  // namespace
 
+uid_t NewSandboxUid() {
+  // 64 per test process, one per server it starts (a fifth live server
+  // shared an earlier one's uid when there were four), wrapping after 64:
+  // at pid_max 2^22 the largest is below 2^29, far from 2^31, and above the
+  // 20000000 + pid that SandboxUidTest names.
+  static std::atomic<uint32_t> started{0};
+  return 100000000 + static_cast<uid_t>(getpid()) * 64 + started++ % 64;
+}
+
+std::string SandboxUidEnv() {
+  return geteuid() == 0 ? "MCP_EXEC_SANDBOX_UID=" + std::to_string(NewSandboxUid()) + " " : "";
+}
+
+CommandResult RunBare(const std::string& env_and_args, const std::string& stdin_path) {
+  static std::atomic<uint32_t> commands{0};
+  const std::string err_path =
+      "/tmp/mcp-exec-test-err." + std::to_string(getpid()) + "." + std::to_string(commands++);
+  const std::string cmd = "env -i PATH=/usr/bin:/bin " + SandboxUidEnv() + env_and_args + " <" +
+                          stdin_path + " 2>" + err_path;
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  if (FILE* e = fopen(err_path.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    fclose(e);
+  }
+  unlink(err_path.c_str());
+  return r;
+}
+
 ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
                              const std::vector<std::string>& args,
                              const std::vector<std::string>& wrapper) {
@@ -61,8 +98,7 @@ ServerProcess::ServerProcess(const std::map<std::string, std::string>& env,
   } else if (auto named = env.find("MCP_EXEC_SANDBOX_UID"); named != env.end()) {
     sandbox_uid_ = static_cast<uid_t>(std::stoul(named->second));
   } else {
-    static std::atomic<uint32_t> started{0};
-    sandbox_uid_ = 1000000 + static_cast<uid_t>(getpid()) * 4 + started++ % 4;
+    sandbox_uid_ = NewSandboxUid();
     envs.push_back((wrapper.empty() ? "MCP_EXEC_SANDBOX_UID=" : "CONTAINER_POSTURE_UID=") +
                    std::to_string(sandbox_uid_));
   }
@@ -230,7 +266,7 @@ void ServerProcess::CloseStdin() {
 int ServerProcess::Wait(int timeout_ms) {
   if (exited_) return exit_status_;
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (Clock::now() < deadline) {
+  for (;;) {  // looks once at least: Wait(0) says whether it has exited
     int status;
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
@@ -242,9 +278,9 @@ int ServerProcess::Wait(int timeout_ms) {
       WaitUntil([&] { return err_eof_.load(); }, 2000);
       return exit_status_;
     }
+    if (Clock::now() >= deadline) return -1;
     usleep(5000);
   }
-  return -1;
 }
 
 std::string ServerProcess::Stderr() {
@@ -345,7 +381,10 @@ bool WaitUntil(const std::function<bool()>& cond, int timeout_ms) {
 
 std::string Marker(const std::string& prefix) {
   static std::mt19937_64 rng(std::random_device{}());
-  return prefix + std::to_string(rng() % 1000000000ull);
+  // Nine digits always: "4600123" can never be a prefix of another marker.
+  char digits[16];
+  snprintf(digits, sizeof digits, "%09llu", static_cast<unsigned long long>(rng() % 1000000000ull));
+  return prefix + digits;
 }
 
 json ForkInARun(ServerProcess& s, int n) {

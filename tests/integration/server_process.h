@@ -20,6 +20,26 @@ namespace mcpexec::testing {
 using json = nlohmann::json;
 using Env = std::map<std::string, std::string>;
 
+// A uid for the runs of one server this test process starts, its own (as
+// root): servers side by side share no process limit and see none of each
+// other's processes.
+uid_t NewSandboxUid();
+// "MCP_EXEC_SANDBOX_UID=<NewSandboxUid()> " for a command line that starts
+// the server (or doctor, which starts a zygote) outside ServerProcess, as
+// root; "" otherwise (the runs are then the server's own uid).
+std::string SandboxUidEnv();
+
+// What a command printed and how it ended.
+struct CommandResult {
+  int status = -1;  // exit status, or -1 if it did not exit
+  std::string out, err;
+};
+// Runs `env -i PATH=/usr/bin:/bin <SandboxUidEnv()><env_and_args>` (a bare
+// environment, so nothing of the test's reaches the server) with stdin from
+// stdin_path, to its end; stdout and stderr apart (stderr through a file of
+// this test process's own).
+CommandResult RunBare(const std::string& env_and_args, const std::string& stdin_path = "/dev/null");
+
 class ServerProcess {
  public:
   // env: added to a minimal environment (PATH). args: server flags.
@@ -57,6 +77,8 @@ class ServerProcess {
   void CloseStdin();
   // Exit status (WEXITSTATUS, or 128+signal), or -1 if it did not exit in time.
   int Wait(int timeout_ms);
+  // Whether a Wait() has seen the server end.
+  bool exit_seen() const { return exited_; }
   std::string Stderr();
   // Whether the server's stderr holds `needle`, waiting up to timeout_ms for
   // it: stderr is read on a thread of the test's, which may lag behind an

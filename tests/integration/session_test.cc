@@ -54,7 +54,7 @@ class SessionEndTest : public ::testing::Test {
   // and a file in its directory; returns the process's marker.
   static std::string StartMarked(ServerProcess& s, const std::string& name,
                                  const json& extra = {}) {
-    std::string marker = "7" + std::to_string(getpid()) + std::to_string(rand() % 100000);
+    std::string marker = Marker("7");
     json args = {{"code",
                   "import subprocess\nopen('state.txt', 'w').write('kept')\n"
                   "child = subprocess.Popen(['sleep', '" +
