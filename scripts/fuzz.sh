@@ -26,7 +26,8 @@ Usage: scripts/fuzz.sh SECONDS [TARGET...]
 Builds the libFuzzer targets of tests/fuzz with clang++ in the sanitizer
 tree, build-asan/ or ASAN_BUILD_DIR (the one scripts/sanitize.sh builds the
 server in: -DMCP_EXEC_FUZZ=ON, -O1 -g1; -fsanitize=fuzzer,address,undefined,
-every report fatal), then for each TARGET (default: all), one at a time:
+every report fatal), then for each TARGET (default: all), FUZZ_PARALLEL
+at a time:
   1. runs it once over each input in tests/fuzz/regressions/TARGET/ (all
      must pass);
   2. fuzzes it for SECONDS seconds (-max_total_time) on a scratch copy of
@@ -43,7 +44,8 @@ and copies the failing input to build-fuzz/findings/TARGET/, naming it in
 the line (a target whose regressions fail is not fuzzed). Exit status: 0 if every target passed, 1 if any failed (or the
 build did), 2 on bad usage.
 
-Environment: FUZZ_JOBS build parallelism (default: nproc), FUZZ_MAX_LEN
+Environment: FUZZ_JOBS build parallelism (default: nproc), FUZZ_PARALLEL
+targets fuzzed side by side (default: nproc), FUZZ_MAX_LEN
 longest input in bytes (default 65536), FUZZ_TIMEOUT seconds one input may
 take (default 25), FUZZ_RSS_LIMIT_MB (default 2048); ASAN_OPTIONS and
 UBSAN_OPTIONS replace the script's (halt_on_error=1, leaks detected).
@@ -97,8 +99,10 @@ if command -v llvm-symbolizer >/dev/null; then
   export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer)}
 fi
 
-failed=0
-for t in "${targets[@]}"; do
+# One target: its regressions, then SECONDS_EACH seconds of fuzzing; prints
+# its one line; status 1 if it failed.
+fuzz_one() {
+  local t=$1 bin log findings scratch common regressions bad before start rc elapsed artifact what execs corpus
   bin=$TREE/tests/fuzz/$t
   log=$BUILD/logs/$t.log
   findings=$BUILD/findings/$t
@@ -121,8 +125,7 @@ for t in "${targets[@]}"; do
       bad=$(grep -o 'Running: .*' "$log" | tail -n 1 | sed 's/^Running: //' || true)
       cp -f "$bad" "$findings/" 2>/dev/null || true
       echo "$t: FAILED (regression ${bad#"$ROOT"/}; copied to build-fuzz/findings/$t/; see ${log#"$ROOT"/})"
-      failed=1
-      continue
+      return 1
     fi
   fi
 
@@ -148,12 +151,28 @@ for t in "${targets[@]}"; do
     fi
     what=${artifact:+${artifact#"$ROOT"/}}
     echo "$t: FAILED (${what:-exit status $rc, no input saved}; see ${log#"$ROOT"/})"
-    failed=1
-    continue
+    return 1
   fi
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*$' ||
     echo "?")
   corpus=$(find "$scratch" -type f | wc -l)
   echo "$t: ok, $execs execs, corpus $corpus inputs ($elapsed s)"
+}
+
+# The targets side by side, FUZZ_PARALLEL at a time (default: the cores;
+# each libFuzzer process is one thread, so one at a time left a core idle
+# for the leg's whole length); their lines in the targets' order.
+PARALLEL=${FUZZ_PARALLEL:-$(nproc)}
+((PARALLEL >= 1)) || PARALLEL=1
+pids=()
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= PARALLEL)); do wait -n || true; done
+  fuzz_one "$t" >"$BUILD/logs/$t.line" &
+  pids+=($!)
+done
+failed=0
+for i in "${!targets[@]}"; do
+  wait "${pids[$i]}" || failed=1
+  cat "$BUILD/logs/${targets[$i]}.line"
 done
 exit "$failed"
