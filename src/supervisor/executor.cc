@@ -79,10 +79,6 @@ std::string CgroupOf(RunSlot& slot) {
   return slot.cgroup;
 }
 
-int64_t Millis(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
 }  // namespace
 
 Executor::Executor(const Config& config, SandboxLink& zygote, Scheduler& scheduler,

@@ -27,10 +27,6 @@ void KeepLast(std::string* window, const char* chunk, size_t n, size_t max) {
   if (window->size() > 2 * max) window->erase(0, window->size() - max);
 }
 
-int64_t Millis(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
 }  // namespace
 
 void Executor::OnDeadline(RunIo& io, Clock::time_point now) {

@@ -27,6 +27,11 @@ constexpr auto kProgressEvery = std::chrono::seconds(1);
 constexpr auto kKillGrace = std::chrono::seconds(5);
 constexpr auto kPipeGrace = std::chrono::seconds(2);
 
+// A duration in whole milliseconds, as results and logs state them.
+inline int64_t Millis(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
 // The fds of one run: the supervisor's ends and the runner's (handed to the
 // zygote, then closed here).
 struct Executor::RunFds {
