@@ -585,7 +585,17 @@ TEST_F(ChaosTest, WorkdirDiskFull) {
   }
 
   // Every inode too: no run directory can be made. A tool error that names
-  // the problem, at once, and the server stays up.
+  // the problem, at once, and the server stays up. The server removes a
+  // run's directory after its answer: wait for that first, or the inode it
+  // frees later serves every following run (seen on a slow day).
+  std::vector<std::string> before;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        before = RunDirs();
+        return before.empty();
+      },
+      10000))
+      << Join(before);
   ASSERT_EQ(FillInodes(filler), ENOSPC);
   for (int i = 0; i < 3; ++i) {
     r = s.Call({{"code", "print('inodes full')"}}, 60000);
