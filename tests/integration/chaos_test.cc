@@ -308,6 +308,18 @@ class ChaosTest : public HttpServerTest {
     closedir(root);
     return out;
   }
+  // Waits up to ms for the server to remove every run directory; the ones
+  // still there then, joined ("" when none).
+  std::string RunDirsLeftAfter(int ms) {
+    std::vector<std::string> dirs;
+    WaitUntil(
+        [&] {
+          dirs = RunDirs();
+          return dirs.empty();
+        },
+        ms);
+    return Join(dirs);
+  }
 
   void TearDown() override {
     HttpServerTest::TearDown();
@@ -588,14 +600,7 @@ TEST_F(ChaosTest, WorkdirDiskFull) {
   // the problem, at once, and the server stays up. The server removes a
   // run's directory after its answer: wait for that first, or the inode it
   // frees later serves every following run (seen on a slow day).
-  std::vector<std::string> before;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        before = RunDirs();
-        return before.empty();
-      },
-      10000))
-      << Join(before);
+  ASSERT_EQ(RunDirsLeftAfter(10000), "");
   ASSERT_EQ(FillInodes(filler), ENOSPC);
   for (int i = 0; i < 3; ++i) {
     r = s.Call({{"code", "print('inodes full')"}}, 60000);
@@ -628,14 +633,7 @@ TEST_F(ChaosTest, WorkdirDiskFull) {
       << r.dump();
   EXPECT_EQ(s.Exec("import os; print(sorted(os.listdir('.')))")["stdout"], "[]\n");
   // The runs' directories were all removed, the failed ones' included.
-  std::vector<std::string> dirs;
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        dirs = RunDirs();
-        return dirs.empty();
-      },
-      5000))
-      << Join(dirs);
+  EXPECT_EQ(RunDirsLeftAfter(5000), "");
   EXPECT_TRUE(ProcessExists(s.pid()));
   s.CloseStdin();
   EXPECT_EQ(s.Wait(15000), 0);
@@ -789,7 +787,9 @@ TEST_F(ChaosTest, ClientDisconnectsMidCallStdio) {
     }
     s.CloseStdin();
     EXPECT_EQ(s.Wait(stdout_gone ? 12000 : 20000), 0) << s.Stderr();
-    if (stdout_gone) EXPECT_TRUE(s.StderrHas("stdout closed")) << s.Stderr();
+    if (stdout_gone) {
+      EXPECT_TRUE(s.StderrHas("stdout closed")) << s.Stderr();
+    }
     if (!stdout_gone) {
       // A client still reading gets every answer: the running calls their
       // output so far, the queued ones a tool error.
