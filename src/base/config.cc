@@ -49,6 +49,41 @@ std::function<std::string(Config&, const std::string&)> IntField(int64_t Config:
   return [=](Config& c, const std::string& v) { return ParseInt(v, lo, hi, &(c.*field)); };
 }
 
+// A signed 64-bit decimal, as Go's strconv.Atoi reads one ("+7", "-1").
+// False when it is not one; *overflow when it has too many digits.
+bool ParseSigned(const std::string& v, int64_t* out, bool* overflow) {
+  *overflow = false;
+  const bool sign = !v.empty() && (v[0] == '+' || v[0] == '-');
+  const size_t first = sign ? 1 : 0;
+  if (v.size() == first) return false;
+  int64_t n = 0;
+  for (size_t i = first; i < v.size(); ++i) {
+    if (v[i] < '0' || v[i] > '9') return false;
+    if (__builtin_mul_overflow(n, 10, &n) || __builtin_add_overflow(n, v[i] - '0', &n)) {
+      *overflow = true;
+      return false;
+    }
+  }
+  *out = v[0] == '-' ? -n : n;
+  return true;
+}
+
+// The Go server's four numeric settings: it starts with any integer, so
+// this server takes any too; ApplyCompatibleMeanings brings one outside
+// what this server can use to the nearest it can, once flags are read.
+std::function<std::string(Config&, const std::string&)> ReferenceIntField(int64_t Config::*field) {
+  return [=](Config& c, const std::string& v) -> std::string {
+    if (v.empty()) return "must not be empty";
+    int64_t n = 0;
+    bool overflow = false;
+    if (!ParseSigned(v, &n, &overflow)) {
+      return overflow ? "is out of range" : "must be a whole number";
+    }
+    c.*field = n;
+    return "";
+  };
+}
+
 // Free text: any value, including empty, is taken as it is.
 std::function<std::string(Config&, const std::string&)> StringField(std::string Config::*field) {
   return [=](Config& c, const std::string& v) {
@@ -117,14 +152,14 @@ const std::vector<Option>& Options() {
        }},
       {"MCP_EXEC_DEFAULT_TIMEOUT_S", "--default-timeout-s", Default(&Config::default_timeout_s),
        "s", "wall-clock timeout of a call that gives none (or 0); at most the max timeout",
-       IntField(&Config::default_timeout_s, 1, 86400)},
+       ReferenceIntField(&Config::default_timeout_s)},
       {"MCP_EXEC_MAX_TIMEOUT_S", "--max-timeout-s", Default(&Config::max_timeout_s), "s",
-       "ceiling for a call's timeout_s", IntField(&Config::max_timeout_s, 1, 86400)},
+       "ceiling for a call's timeout_s", ReferenceIntField(&Config::max_timeout_s)},
       {"MCP_EXEC_MAX_OUTPUT_BYTES", "--max-output-bytes", Default(&Config::max_output_bytes),
        "bytes", "one budget shared by stdout and stderr (0 drops all output)",
-       IntField(&Config::max_output_bytes, 0, 256 * kMiB)},
+       ReferenceIntField(&Config::max_output_bytes)},
       {"MCP_EXEC_MAX_STDIN_BYTES", "--max-stdin-bytes", Default(&Config::max_stdin_bytes), "bytes",
-       "cap on a call's stdin, in UTF-8 bytes", IntField(&Config::max_stdin_bytes, 0, 256 * kMiB)},
+       "cap on a call's stdin, in UTF-8 bytes", ReferenceIntField(&Config::max_stdin_bytes)},
       {"MCP_EXEC_PYTHON", "--python", Config{}.python, "",
        "a venv or interpreter whose site-packages runs may import too (read-only, after the "
        "system's); it must be the embedded Python's version. The default means nothing: the "
@@ -547,10 +582,43 @@ std::string CrossCheck(const Config& c) {
   return "";
 }
 
-// Two values the Go server starts with, applied as it applies them: a
-// default timeout above the max is the max, and an output cap of 0 drops
-// all output. Each leaves a warning (Config::warnings).
+// Values the Go server starts with (it reads these four as any integer),
+// applied as it applies them where this server can: one outside what this
+// server takes becomes the nearest it does, a default timeout above the
+// max is the max, and an output cap of 0 drops all output. Each leaves a
+// warning (Config::warnings) that says what was used and why.
 void ApplyCompatibleMeanings(Config& c) {
+  struct Range {
+    int64_t Config::*field;
+    int64_t lo, hi;
+    const char* name;
+    const char* below;  // what the value means here when it was below lo
+    const char* above;
+  };
+  static const Range kRanges[] = {
+      {&Config::default_timeout_s, 1, 86400, "MCP_EXEC_DEFAULT_TIMEOUT_S",
+       "calls without timeout_s get 1 s, as the Go server gives them",
+       "calls without timeout_s never run past the max timeout"},
+      {&Config::max_timeout_s, 1, 86400, "MCP_EXEC_MAX_TIMEOUT_S",
+       "every run may take 1 s (the Go server would end every run at once)",
+       "no run takes more than a day here"},
+      {&Config::max_output_bytes, 0, 256 * kMiB, "MCP_EXEC_MAX_OUTPUT_BYTES", "0 drops all output",
+       "output past it is cut (truncated: true)"},
+      {&Config::max_stdin_bytes, 0, 256 * kMiB, "MCP_EXEC_MAX_STDIN_BYTES",
+       "0 refuses a call with any stdin (the Go server refused every call)",
+       "a call with more stdin is refused"},
+  };
+  for (const Range& r : kRanges) {
+    const int64_t given = c.*r.field;
+    const int64_t used = std::clamp(given, r.lo, r.hi);
+    if (used == given) continue;
+    c.warnings.push_back(std::string(r.name) + " is " + std::to_string(given) +
+                         ", outside what this server takes (" + std::to_string(r.lo) + " to " +
+                         std::to_string(r.hi) + "): it uses " + std::to_string(used) + "; " +
+                         (given < r.lo ? r.below : r.above) +
+                         ". Set a value in that range to silence this");
+    c.*r.field = used;
+  }
   if (c.default_timeout_s > c.max_timeout_s) {
     c.warnings.push_back("MCP_EXEC_DEFAULT_TIMEOUT_S (" + std::to_string(c.default_timeout_s) +
                          ") is above MCP_EXEC_MAX_TIMEOUT_S (" + std::to_string(c.max_timeout_s) +

@@ -23,7 +23,7 @@ CommandResult RunBinary(const std::string& env_and_args) { return RunBare(env_an
 TEST(LifecycleTest, MalformedConfigIsOneLineAndExitOne) {
   for (const char* bad : {"MCP_EXEC_MAX_TIMEOUT_S=abc", "MCP_EXEC_DEFAULT_TIMEOUT_S=1.5",
                           "MCP_EXEC_MAX_OUTPUT_BYTES=", "MCP_EXEC_TRANSPORT=carrier-pigeon",
-                          "MCP_EXEC_MAX_STDIN_BYTES=-1"}) {
+                          "MCP_EXEC_MAX_STDIN_BYTES=lots"}) {
     std::string var = std::string(bad).substr(0, std::string(bad).find('='));
     CommandResult r = RunBinary(std::string(bad) + " " + ServerBinary());
     EXPECT_EQ(r.status, 1) << bad;

@@ -78,16 +78,53 @@ INSTANTIATE_TEST_SUITE_P(
     Malformed, ConfigBadValueTest,
     ::testing::Values(
         BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "abc"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", ""},
-        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "1.5"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-1"},
-        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "0"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", " 5"},
+        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "1.5"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-"},
+        BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", "--1"}, BadValue{"MCP_EXEC_DEFAULT_TIMEOUT_S", " 5"},
         BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "99999999999999999999"},
-        BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "0"}, BadValue{"MCP_EXEC_MAX_OUTPUT_BYTES", "1e6"},
-        BadValue{"MCP_EXEC_MAX_STDIN_BYTES", "lots"}, BadValue{"MCP_EXEC_TRANSPORT", "websocket"},
-        BadValue{"MCP_EXEC_TRANSPORT", ""}, BadValue{"MCP_EXEC_ADDR", "8080"},
-        BadValue{"MCP_EXEC_ADDR", ":99999"}, BadValue{"MCP_EXEC_PYTHON", ""},
-        BadValue{"MCP_EXEC_MAX_CONCURRENT", "0"}, BadValue{"MCP_EXEC_MAX_QUEUE", "x"},
-        BadValue{"MCP_EXEC_MAX_CODE_BYTES", "0"}, BadValue{"MCP_EXEC_WORKDIR_ROOT", "relative"},
-        BadValue{"MCP_EXEC_LOG_LEVEL", "loud"}));
+        BadValue{"MCP_EXEC_MAX_TIMEOUT_S", "-99999999999999999999"},
+        BadValue{"MCP_EXEC_MAX_OUTPUT_BYTES", "1e6"}, BadValue{"MCP_EXEC_MAX_STDIN_BYTES", "lots"},
+        BadValue{"MCP_EXEC_TRANSPORT", "websocket"}, BadValue{"MCP_EXEC_TRANSPORT", ""},
+        BadValue{"MCP_EXEC_ADDR", "8080"}, BadValue{"MCP_EXEC_ADDR", ":99999"},
+        BadValue{"MCP_EXEC_PYTHON", ""}, BadValue{"MCP_EXEC_MAX_CONCURRENT", "0"},
+        BadValue{"MCP_EXEC_MAX_QUEUE", "x"}, BadValue{"MCP_EXEC_MAX_CODE_BYTES", "0"},
+        BadValue{"MCP_EXEC_WORKDIR_ROOT", "relative"}, BadValue{"MCP_EXEC_LOG_LEVEL", "loud"}));
+
+// The Go server reads its four numeric settings as any integer and starts;
+// so does this one, at the nearest value it takes, saying so.
+TEST(ConfigTest, TheGoServersOutOfRangeNumbersStartAtTheNearestWithAWarning) {
+  struct Case {
+    const char* var;
+    const char* value;
+    int64_t Config::*field;
+    int64_t used;
+  };
+  for (const Case& k : {
+           Case{"MCP_EXEC_DEFAULT_TIMEOUT_S", "0", &Config::default_timeout_s, 1},
+           Case{"MCP_EXEC_DEFAULT_TIMEOUT_S", "-5", &Config::default_timeout_s, 1},
+           Case{"MCP_EXEC_MAX_TIMEOUT_S", "0", &Config::max_timeout_s, 1},
+           Case{"MCP_EXEC_MAX_TIMEOUT_S", "100000", &Config::max_timeout_s, 86400},
+           Case{"MCP_EXEC_MAX_OUTPUT_BYTES", "-1", &Config::max_output_bytes, 0},
+           Case{"MCP_EXEC_MAX_OUTPUT_BYTES", "9000000000", &Config::max_output_bytes, 268435456},
+           Case{"MCP_EXEC_MAX_STDIN_BYTES", "-1", &Config::max_stdin_bytes, 0},
+           Case{"MCP_EXEC_MAX_STDIN_BYTES", "+1000", &Config::max_stdin_bytes, 1000},
+       }) {
+    ParseResult r = Parse({{k.var, k.value}});
+    ASSERT_TRUE(r.config) << k.var << "=" << k.value << ": " << r.error;
+    EXPECT_EQ((*r.config).*k.field, k.used) << k.var << "=" << k.value;
+    const std::string said = ::testing::PrintToString(r.config->warnings);
+    if (k.used == 1000) {
+      EXPECT_TRUE(r.config->warnings.empty()) << said;
+      continue;
+    }
+    EXPECT_NE(said.find(std::string(k.var) + " is " + k.value), std::string::npos) << said;
+    EXPECT_NE(said.find("it uses " + std::to_string(k.used)), std::string::npos) << said;
+  }
+  // A flag read after the variable decides; the warning is about what is used.
+  ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT_S", "0"}}, {"--max-timeout-s=60"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->max_timeout_s, 60);
+  EXPECT_TRUE(r.config->warnings.empty()) << ::testing::PrintToString(r.config->warnings);
+}
 
 TEST(ConfigTest, FlagWinsOverVariable) {
   ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT_S", "60"}}, {"--max-timeout-s=90"});
