@@ -599,7 +599,7 @@ TEST_F(ChaosTest, WorkdirDiskFull) {
   // Every inode too: no run directory can be made. A tool error that names
   // the problem, at once, and the server stays up. The server removes a
   // run's directory after its answer: wait for that first, or the inode it
-  // frees later serves every following run (seen on a slow day).
+  // frees later serves every following run (seen in a fresh-clone run).
   ASSERT_EQ(RunDirsLeftAfter(10000), "");
   ASSERT_EQ(FillInodes(filler), ENOSPC);
   for (int i = 0; i < 3; ++i) {
