@@ -40,6 +40,8 @@ target. Prints one line per target:
   TARGET: ok, N execs, corpus M inputs (S s)
   TARGET: FAILED (build-fuzz/findings/TARGET/crash-...; see build-fuzz/logs/TARGET.log)
   TARGET: FAILED (regression tests/fuzz/regressions/TARGET/...; ...)
+and under a failed one, indented: the target's complaint, the sanitizer's
+summary, the first frames of the stack and the input's first 256 bytes,
 and copies the failing input to build-fuzz/findings/TARGET/, naming it in
 the line (a target whose regressions fail is not fuzzed). Exit status: 0 if every target passed, 1 if any failed (or the
 build did), 2 on bad usage.
@@ -99,6 +101,25 @@ if command -v llvm-symbolizer >/dev/null; then
   export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer)}
 fi
 
+# Why a target failed, under its line: the target's own complaint, the
+# sanitizer's summary, the first frames of the stack and the input (hex, at
+# most 256 bytes), so that a log that shows only this leg's output (CI's)
+# says what broke without the machine it ran on.
+why_failed() {
+  local log=$1 input=$2
+  {
+    grep -E '^fuzz_[a-z_]+: |^SUMMARY: |ERROR: (Address|UndefinedBehavior|Leak)Sanitizer|runtime error: ' \
+      "$log" | grep -v ': Running ' | head -n 6
+    grep -E '^ +#[0-9]+ ' "$log" |
+      grep -v -E 'libFuzzer|fuzzer::|__sanitizer|nptl/|sysdeps/|stdlib/|libc\.so|_start|__libc' |
+      head -n 6 | cut -c 1-200
+    if [[ -n $input && -f $input ]]; then
+      echo "input ($(wc -c <"$input") bytes):"
+      head -c 256 "$input" | od -An -c | head -n 16
+    fi
+  } | sed 's/^/    /'
+}
+
 # One target: its regressions, then SECONDS_EACH seconds of fuzzing; prints
 # its one line; status 1 if it failed.
 fuzz_one() {
@@ -125,6 +146,7 @@ fuzz_one() {
       bad=$(grep -o 'Running: .*' "$log" | tail -n 1 | sed 's/^Running: //' || true)
       cp -f "$bad" "$findings/" 2>/dev/null || true
       echo "$t: FAILED (regression ${bad#"$ROOT"/}; copied to build-fuzz/findings/$t/; see ${log#"$ROOT"/})"
+      why_failed "$log" "$bad"
       return 1
     fi
   fi
@@ -151,6 +173,7 @@ fuzz_one() {
     fi
     what=${artifact:+${artifact#"$ROOT"/}}
     echo "$t: FAILED (${what:-exit status $rc, no input saved}; see ${log#"$ROOT"/})"
+    why_failed "$log" "$artifact"
     return 1
   fi
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*$' ||

@@ -41,8 +41,17 @@ Config SmallLimits() {
 }
 
 void CheckAccepted(const json& args, const ExecRequest& req, const Config& c) {
-  if (!args.is_object() || !args.contains("code")) Fail("accepted without code");
-  if (req.code.empty() || static_cast<int64_t>(req.code.size()) > c.max_code_bytes) {
+  if (!args.is_object() || !args.contains("code") || !args["code"].is_string()) {
+    Fail("accepted without code");
+  }
+  // The code runs as sent, less one leading byte-order mark (python3 skips
+  // it in a file). A lone mark is not whitespace, so it is accepted (as the
+  // Go server does) and runs as empty code; anything else leaves code.
+  std::string sent = args["code"].get<std::string>();
+  const bool bom = sent.rfind("\xEF\xBB\xBF", 0) == 0;
+  if (bom) sent.erase(0, 3);
+  if (req.code != sent) Fail("the code is not the code sent");
+  if ((req.code.empty() && !bom) || static_cast<int64_t>(req.code.size()) > c.max_code_bytes) {
     Fail("code outside its limit");
   }
   if (static_cast<int64_t>(req.stdin_data.size()) > c.max_stdin_bytes) Fail("stdin too long");

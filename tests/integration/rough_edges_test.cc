@@ -111,6 +111,11 @@ TEST(RoughEdgesTest, CodeAndFilesAsPeopleWriteThem) {
   // A byte-order mark (Windows editors) is not code.
   json r = s.Exec("\xEF\xBB\xBFprint('bom')");
   EXPECT_EQ(r["stdout"], "bom\n") << r.dump();
+  // A lone mark is not whitespace: it runs, as empty code, as the Go server
+  // runs it (python3 skips the mark).
+  r = s.Exec("\xEF\xBB\xBF");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_EQ(r["stdout"], "") << r.dump();
   // "./a.txt" is "a.txt"; "~/x.csv" is refused, saying what to write.
   r = s.Exec("print(open('a.txt').read())", {{"files", {{"./a.txt", "dot"}}}});
   EXPECT_EQ(r["stdout"], "dot\n") << r.dump();
