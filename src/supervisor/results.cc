@@ -193,7 +193,7 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
       ++out->images_omitted;
       return;
     }
-    out->images.push_back({"", "image/png", std::move(payload)});
+    out->images.push_back({"", "image/png", std::move(payload), "", 0});
   } else if (kind == "file") {
     std::string path = StrOf(header, "path");
     if (!IsOutFilePath(path)) return;
@@ -211,7 +211,7 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
       return;
     }
     *out_bytes += size;
-    out->files.push_back({path, "", std::move(payload)});
+    out->files.push_back({path, "", std::move(payload), "", 0});
   } else if (kind == "result" && !out->has_result) {
     out->has_result = true;
     out->result_truncated = BoolOf(header, "truncated") || size > limits_.max_result_bytes;

@@ -222,9 +222,9 @@ TEST(ExecFilesTest, BadFilesNameThePath) {
 
 TEST(ExecResultExtrasTest, ContentItemsFollowTheTextItem) {
   ExecResult r;
-  r.images.push_back({"", "image/png", kPng});
-  r.files.push_back({"out/r.csv", "", "a,b\n"});
-  r.files.push_back({"out/b.bin", "", std::string("\xff\x00", 2)});
+  r.images.push_back({"", "image/png", kPng, "", 0});
+  r.files.push_back({"out/r.csv", "", "a,b\n", "", 0});
+  r.files.push_back({"out/b.bin", "", std::string("\xff\x00", 2), "", 0});
   r.has_result = true;
   r.result = "3";
   r.stdout_lost = true;
