@@ -39,7 +39,7 @@ export async function runResources() {
     const baseline = await rssKib(pid);
     const started = performance.now();
     const result = await call(
-      `import os\nos.makedirs("out")\nwith open("out/big.bin", "wb") as f:\n` +
+      `import os\nos.makedirs("out", exist_ok=True)\nwith open("out/big.bin", "wb") as f:\n` +
         `    for _ in range(${SIZE_MIB}):\n        f.write(os.urandom(${MIB}))`,
     );
     const callMs = performance.now() - started;

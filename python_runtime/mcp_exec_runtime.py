@@ -1369,11 +1369,23 @@ def _prepare_process(workdir, results_fd, limits):
     sys.path.insert(0, workdir)
 
 
+def _make_out(workdir):
+    """out/ is there before the code runs (every run, every cell), so that
+    open("out/report.csv", "w") and savefig("out/x.png") work as written. An
+    input file named out, or a full disk, leaves it as it is."""
+    try:
+        os.mkdir(os.path.join(workdir, "out"), 0o755)
+    except OSError:
+        pass
+
+
 def _run_guarded(workdir, files, code, main, filename=MAIN_FILENAME):
-    """Writes the input files and runs the code. Returns (status, reason)."""
+    """Writes the input files, makes out/ and runs the code. Returns
+    (status, reason)."""
     status, reason = 0, ""
     try:
         _write_input_files(workdir, files)
+        _make_out(workdir)
         _execute(code, main, filename)
     except SystemExit as exc:
         status = _system_exit_status(exc)

@@ -30,7 +30,7 @@ const DEFAULTS = {
 // A 20 MiB out/ file of bytes 0..255 repeated, a small text file, and
 // 300,000 printed lines (about 3.4 MB, past the 1 MiB output budget).
 const CODE =
-  'import os\nos.makedirs("out")\n' +
+  'import os\nos.makedirs("out", exist_ok=True)\n' +
   `open("out/big.bin", "wb").write(bytes(range(256)) * ${BIG / 256})\n` +
   'open("out/small.txt", "w").write("small and embedded")\n' +
   `for i in range(${LINES}):\n    print("line", i)`;
@@ -195,7 +195,7 @@ describe('the store: MCP_EXEC_RESOURCE_STORE_MB=50, MCP_EXEC_RESOURCE_TTL_S=30',
   after(async () => ctx?.client.close());
 
   const bigFile = async (tag) => {
-    const code = `import os\nos.makedirs("out")\nopen("out/${tag}.bin", "wb").write(b"${tag}" * (20 << 20))`;
+    const code = `import os\nos.makedirs("out", exist_ok=True)\nopen("out/${tag}.bin", "wb").write(b"${tag}" * (20 << 20))`;
     const { out, extra } = ok(await ctx.client.callTool({ name: 'exec', arguments: { code } }));
     assert.equal(out.exit_code, 0, brief(out));
     const link = links(extra)[`out/${tag}.bin`];

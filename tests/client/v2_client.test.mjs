@@ -93,7 +93,7 @@ for (const transportKind of ['stdio', 'streamable HTTP']) {
         const { out, extra } = ok(
           await exec(ctx, {
             code:
-              'import os, matplotlib.pyplot as plt\nos.makedirs("out")\n' +
+              'import os, matplotlib.pyplot as plt\nos.makedirs("out", exist_ok=True)\n' +
               'open("out/r.txt", "w").write(open("in.txt").read().upper())\n' +
               'plt.plot([1, 2]); plt.show()\n1 + 1',
             files: { 'in.txt': 'abc' },

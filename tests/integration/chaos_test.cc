@@ -631,7 +631,7 @@ TEST_F(ChaosTest, WorkdirDiskFull) {
   EXPECT_EQ(r["exit_code"], 0) << r.dump();
   EXPECT_TRUE(std::regex_match(r["stdout"].get<std::string>(), std::regex("full [0-9]+ 28\n")))
       << r.dump();
-  EXPECT_EQ(s.Exec("import os; print(sorted(os.listdir('.')))")["stdout"], "[]\n");
+  EXPECT_EQ(s.Exec("import os; print(sorted(os.listdir('.')))")["stdout"], "['out']\n");
   // The runs' directories were all removed, the failed ones' included.
   EXPECT_EQ(RunDirsLeftAfter(5000), "");
   EXPECT_TRUE(ProcessExists(s.pid()));

@@ -189,17 +189,18 @@ TEST_F(ContractTest, FreshPrivateWorkdirEachRunRemovedAfterwards) {
   };
   json a = s().Exec(
       "import os\nopen('left.txt', 'w').write('x')\nos.mkdir('d')\nprint(sorted(os.listdir('.')))");
-  EXPECT_EQ(a["stdout"], "['d', 'left.txt']\n");
+  EXPECT_EQ(a["stdout"], "['d', 'left.txt', 'out']\n");
   json b = s().Exec(
       "import os, tempfile\nprint(sorted(os.listdir('.')), os.access('.', os.W_OK))\n"
       "print(os.environ['HOME'] == os.getcwd() == tempfile.gettempdir())");
-  EXPECT_EQ(b["stdout"], "[] True\nTrue\n") << "nothing of the last run is visible";
+  // Fresh: only the out/ every run starts with.
+  EXPECT_EQ(b["stdout"], "['out'] True\nTrue\n") << "nothing of the last run is visible";
   EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000));
   json t = s().Exec("import time\nopen('f', 'w')\nprint('started', flush=True)\ntime.sleep(60)",
                     {{"timeout_s", 1}});
   EXPECT_TRUE(t["timed_out"]);
   EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000)) << "after a timeout";
-  EXPECT_EQ(s().Exec("import os; print(os.listdir('.'))")["stdout"], "[]\n");
+  EXPECT_EQ(s().Exec("import os; print(os.listdir('.'))")["stdout"], "['out']\n");
   server_.reset();
   // The server removed its own folder below it; its cache (mcp-exec-cache-N)
   // outlives it on purpose, so the test removes that.
