@@ -256,8 +256,8 @@ void DescribeExtras(std::ostream& o, const Config& c) {
        "notebook); matplotlib figures (plt.show(), or left open) and display(fig or PIL "
        "image) come back as PNG images (at most "
     << c.max_images << ", each at most " << c.max_image_bytes << " bytes and " << c.max_image_side
-    << " px on its longer side, scaled down to fit); files the code writes under out/ come back as "
-       "resources "
+    << " px on its longer side, scaled down to fit); files the code writes under out/ (there "
+       "before the code runs) come back as resources "
        "(at most "
     << c.max_out_files << " files, embedded while they fit in " << c.max_out_bytes
     << " bytes together";

@@ -194,7 +194,7 @@ const CODE = {
     'import os\nos.makedirs("out/sub")\nopen("out/report.csv","w").write("a,b\\n1,2\\n")\n' +
     'open("out/sub/blob.bin","wb").write(bytes(range(256)))\nopen("notout.txt","w").write("x")',
   outBig:
-    'import os\nos.makedirs("out")\nopen("out/big.bin","wb").write(b"x" * (50 << 20))\nopen("out/small.txt","w").write("ok")',
+    'import os\nos.makedirs("out", exist_ok=True)\nopen("out/big.bin","wb").write(b"x" * (50 << 20))\nopen("out/small.txt","w").write("ok")',
   inFiles: 'print(open("in/data.txt").read()); print(list(open("b.bin","rb").read()))',
   describe: 'import pandas as pd\ndf = pd.DataFrame({"a":[1,2]})\ndf.describe()',
   figureLast: 'import matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([1])\nfig',
@@ -447,6 +447,18 @@ for (const { label, connect, closed } of TRANSPORTS) {
       assert.equal((out.files_omitted ?? []).length, 0);
       assert.equal(out.files_omitted_count ?? 0, 0);
       assert.equal(out.images ?? 0, 0);
+    });
+
+    it('out/ is there before the code runs: in a run, a call with files and a session cell', async () => {
+      // The README's own lines, without making the folder first.
+      const code =
+        'open("out/report.csv", "w").write("a\\n1\\n")\n' +
+        'import matplotlib.pyplot as plt\nplt.plot([1])\nplt.savefig("out/x.png")\nplt.close("all")';
+      for (const more of [{}, { files: { 'in/a.txt': 'x' } }, { session: 'new' }]) {
+        const { out } = ok(await call(ctx, { code, ...more }));
+        assert.equal(out.exit_code, 0, `${JSON.stringify(more)}: ${out.stderr}`);
+        assert.deepEqual(out.files, ['out/report.csv', 'out/x.png'], JSON.stringify(more));
+      }
     });
 
     it('an out/ file past MCP_EXEC_MAX_OUT_BYTES comes back as a resource_link; the rest embedded', async () => {
