@@ -21,6 +21,7 @@
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
+#include "transport/http_policy.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
 #include "upstream/upstreams.h"
@@ -198,6 +199,17 @@ int main(int argc, char** argv) {
   if (prctl(PR_SET_DUMPABLE, 0) != 0) {
     fprintf(stderr, "mcp-exec: prctl(PR_SET_DUMPABLE, 0): %s\n", strerror(errno));
     return 1;
+  }
+  // Code mode over HTTP beyond loopback needs a token: stopped before the
+  // warm-up, saying how to go on (without upstreams, the Go server's
+  // default stands, with a warning when listening).
+  if (config.transport != Transport::kStdio && !config.upstreams.empty()) {
+    if (std::string why = http_policy::UpstreamsExposure(config.addr, !config.auth_token.empty());
+        !why.empty()) {
+      fprintf(stderr, "mcp-exec: %s\n", why.c_str());
+      log::Error("upstreams_exposed", {{"addr", config.addr}});
+      if (parsed.command != "doctor") return 1;
+    }
   }
   if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
 

@@ -101,6 +101,18 @@ Listen ParseAddr(const std::string& addr) {
   return l;
 }
 
+std::string UpstreamsExposure(const std::string& addr, bool has_token) {
+  const Listen l = ParseAddr(addr);
+  if (l.loopback || has_token) return "";
+  return "MCP_EXEC_UPSTREAMS is set and this server would listen on " + addr +
+         (l.host.empty() ? " (every interface)" : "") +
+         ", beyond loopback, without MCP_EXEC_AUTH_TOKEN: anyone who reaches the port could "
+         "call the upstreams' tools with the credentials they were given. Set "
+         "MCP_EXEC_AUTH_TOKEN (clients send it as X-MCP-AUTH or Authorization: Bearer), or "
+         "listen on loopback only (MCP_EXEC_ADDR=127.0.0.1:" +
+         std::to_string(l.port) + ")";
+}
+
 bool OriginAllowed(const std::string& origin, const std::string& allowed_csv, bool loopback_bind) {
   if (origin.empty()) return true;  // not a browser
   if (!allowed_csv.empty()) {

@@ -29,6 +29,12 @@ Listen ParseAddr(const std::string& addr);
 // it points.
 bool IsLoopbackHost(const std::string& host, bool brackets);
 
+// Code mode over HTTP: with upstreams configured, a server that anyone
+// beyond loopback reaches without a token hands them the upstreams' tools,
+// called with the operator's credentials. "" when addr is loopback or a
+// token is set; else why the start stops, and the two ways out.
+std::string UpstreamsExposure(const std::string& addr, bool has_token);
+
 // DNS-rebinding protection. Origin: absent is fine (not a browser); present,
 // it must be listed (or, with no list and a loopback bind, be a loopback
 // origin: http or https, a loopback host, an optional port, nothing else).

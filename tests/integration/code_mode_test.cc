@@ -15,6 +15,7 @@
 
 #include "http_harness.h"
 #include "server_process.h"
+#include "test_binary.h"
 
 namespace mcpexec::testing {
 namespace {
@@ -276,6 +277,23 @@ while True:
                   {{"timeout_s", 1}});
   EXPECT_EQ(r["timed_out"], true) << r.dump();
   EXPECT_LE(r["tool_calls"].get<int>(), 6) << r.dump();
+  unlink(config.c_str());
+}
+
+// Code mode over HTTP: beyond loopback without a token, the start stops
+// before anything listens, saying both ways out (a token, or a loopback
+// address: http_policy's unit test has those; the code-mode HTTP tests
+// start on 127.0.0.1).
+TEST(CodeModeStartTest, HttpBeyondLoopbackWithoutATokenStopsTheStart) {
+  const std::string config = WriteUpstreams({{"everything", StdioEverything(kAllow)}});
+  for (const std::string addr : {"", "MCP_EXEC_ADDR=0.0.0.0:8080 "}) {
+    CommandResult r = RunBare("MCP_EXEC_TRANSPORT=http " + addr + "MCP_EXEC_UPSTREAMS=" + config +
+                              " " + ServerBinary());
+    EXPECT_EQ(r.status, 1) << addr << r.err;
+    EXPECT_TRUE(Has(r.err, "beyond loopback, without MCP_EXEC_AUTH_TOKEN")) << r.err;
+    EXPECT_TRUE(Has(r.err, "MCP_EXEC_ADDR=127.0.0.1:8080")) << r.err;
+    EXPECT_FALSE(Has(r.err, "\"listening\"")) << "nothing listened: " << r.err;
+  }
   unlink(config.c_str());
 }
 

@@ -184,5 +184,21 @@ TEST(HttpPolicyTest, TheTokenComesInEitherHeader) {
   EXPECT_FALSE(RequestHasToken("", "", t));
 }
 
+// With upstreams: beyond loopback a token is needed; loopback needs none.
+TEST(HttpPolicyTest, UpstreamsBeyondLoopbackNeedAToken) {
+  for (const char* addr : {"127.0.0.1:8080", "localhost:9", "[::1]:8080"}) {
+    EXPECT_EQ(UpstreamsExposure(addr, false), "") << addr;
+  }
+  for (const char* addr : {":8080", "0.0.0.0:8080", "[::]:8080", "10.0.0.1:80"}) {
+    EXPECT_EQ(UpstreamsExposure(addr, true), "") << addr << ": a token guards it";
+    const std::string why = UpstreamsExposure(addr, false);
+    EXPECT_NE(why.find(std::string("listen on ") + addr), std::string::npos) << why;
+    EXPECT_NE(why.find("Set MCP_EXEC_AUTH_TOKEN"), std::string::npos) << why;
+  }
+  EXPECT_NE(UpstreamsExposure(":8080", false).find(":8080 (every interface)"), std::string::npos);
+  EXPECT_NE(UpstreamsExposure("10.0.0.1:80", false).find("MCP_EXEC_ADDR=127.0.0.1:80)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace mcpexec::http_policy
