@@ -224,6 +224,12 @@ const std::vector<Option>& Options() {
        "the last bytes of a stream that lost bytes to the cap, returned as stdout_tail / "
        "stderr_tail",
        IntField(&Config::tail_bytes, 0, kMiB)},
+      {"MCP_EXEC_TEXT_OUTPUT_BYTES", "--text-output-bytes", Default(&Config::text_output_bytes),
+       "bytes",
+       "of each stream in the result's text item, the one models read (clients refuse, file "
+       "away or cut long tool text): past it, the stream's head and tail with its byte counts "
+       "and where the whole is; structuredContent holds the streams as the output cap left them",
+       IntField(&Config::text_output_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_MAX_IMAGES", "--max-images", Default(&Config::max_images), "images",
        "figures and images a run returns (plt.show(), display(), open figures at the end)",
        IntField(&Config::max_images, 0, 100)},

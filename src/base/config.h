@@ -48,6 +48,9 @@ struct Config {
   int64_t sandbox_uid = 65532;
   // What comes back besides the streams.
   int64_t tail_bytes = 4096;  // of a stream that lost bytes to the cap
+  // Of each stream, in the text item models read (structuredContent keeps
+  // it whole): past this, its head and tail with the byte counts.
+  int64_t text_output_bytes = 32768;
   int64_t max_images = 8;
   int64_t max_image_bytes = 1048576;
   int64_t max_image_side = 2000;  // pixels on an image's longer side

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -274,7 +275,9 @@ void DescribeExtras(std::ostream& o, const Config& c) {
     o << " and stdout_resource / stderr_resource link the whole stream (kept "
       << HumanDuration(c.resource_ttl_s) << ")";
   }
-  o << ".";
+  o << ". In the result's text content a stream longer than " << c.text_output_bytes
+    << " bytes shows its head and tail (stdout_in_text / stderr_in_text say how much of it); "
+       "structuredContent holds it all.";
 }
 }  // namespace
 
@@ -804,11 +807,56 @@ json ResourceContentsItem(const std::string& uri, const std::string& mime,
   return item;
 }
 
-// The text item: structuredContent's JSON with the small fields first (the
-// outcome, its flags, what else came back), then the tails, then the
-// streams. Clients cut long tool text from the end (Codex at 10 KiB): what
-// they keep must hold the flags, not the middle of stdout.
-std::string ResultText(const json& structured) {
+namespace {
+
+// A stream as the text item shows it: whole while its escaped form fits in
+// budget bytes, else its head and tail (about half the budget each, on
+// character boundaries) around a line saying how much is left out; *note
+// then says what is shown, of how many bytes, and where the whole is.
+std::string TextOfStream(const std::string& key, const std::string& stream, size_t budget,
+                         const json& structured, std::string* note) {
+  size_t escaped = 0;
+  for (unsigned char ch : stream) escaped += EscapedBytes(ch);
+  if (escaped <= budget) return stream;
+  size_t head = 0, spent = 0;
+  while (head < stream.size() && spent + EscapedBytes(stream[head]) <= budget / 2) {
+    spent += EscapedBytes(static_cast<unsigned char>(stream[head++]));
+  }
+  while (head > 0 && head < stream.size() &&
+         (static_cast<unsigned char>(stream[head]) & 0xC0) == 0x80) {
+    --head;
+  }
+  size_t tail = stream.size();
+  spent = 0;
+  while (tail > head && spent + EscapedBytes(stream[tail - 1]) <= budget - budget / 2) {
+    spent += EscapedBytes(static_cast<unsigned char>(stream[--tail]));
+  }
+  while (tail < stream.size() && (static_cast<unsigned char>(stream[tail]) & 0xC0) == 0x80) {
+    ++tail;
+  }
+  const size_t left_out = tail - head;
+  *note = "this text shows the first " + std::to_string(head) + " and the last " +
+          std::to_string(stream.size() - tail) + " of the " + std::to_string(stream.size()) +
+          " bytes of " + key + " (MCP_EXEC_TEXT_OUTPUT_BYTES=" + std::to_string(budget) +
+          "); structuredContent." + key + " holds all " + std::to_string(stream.size());
+  if (auto uri = structured.find(key + "_resource"); uri != structured.end()) {
+    *note += ", and resources/read of " + uri->get<std::string>() +
+             " the whole stream as the run wrote it";
+  }
+  return stream.substr(0, head) + "\n[... " + std::to_string(left_out) + " bytes of " + key +
+         " left out of this text: see " + key + "_in_text ...]\n" + stream.substr(tail);
+}
+
+}  // namespace
+
+// The text item, the one models read: structuredContent's JSON with the
+// small fields first (the outcome, its flags, what else came back), then
+// the tails, then the streams, each cut to its head and tail past
+// text_budget (saying so in STREAM_in_text). Clients refuse (Claude Desktop
+// past 1 MiB), file away (Claude Code past 50,000 characters) or cut (Codex
+// at 10 KiB, from the end) long tool text: what they keep must hold the
+// flags and both ends of the output, not the middle of stdout.
+std::string ResultText(const json& structured, int64_t text_budget) {
   static const char* const kFirst[] = {
       "exit_code",           "timed_out",       "truncated",       "reason",  "signal",
       "duration_ms",         "queue_ms",        "tool_calls",      "session", "session_new",
@@ -825,15 +873,29 @@ std::string ResultText(const json& structured) {
       text[key] = value;  // a field this list does not know yet: among the small ones
     }
   }
-  for (const char* key : kLast) {
-    if (auto it = structured.find(key); it != structured.end()) text[key] = *it;
+  const size_t budget = static_cast<size_t>(std::max<int64_t>(text_budget, 0));
+  std::map<std::string, std::string> shown;
+  for (const char* key : {"stdout", "stderr"}) {
+    auto it = structured.find(key);
+    if (it == structured.end() || !it->is_string()) continue;
+    std::string note;
+    shown[key] = TextOfStream(key, it->get_ref<const std::string&>(), budget, structured, &note);
+    if (!note.empty()) text[std::string(key) + "_in_text"] = note;
   }
-  return text.dump();
+  for (const char* key : kLast) {
+    if (auto it = shown.find(key); it != shown.end()) {
+      text[key] = std::move(it->second);
+    } else if (auto it = structured.find(key); it != structured.end()) {
+      text[key] = *it;
+    }
+  }
+  return text.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json ToolResult(const ExecResult& r) {
   json structured = StructuredResult(r);
-  json content = json::array({{{"type", "text"}, {"text", ResultText(structured)}}});
+  json content =
+      json::array({{{"type", "text"}, {"text", ResultText(structured, r.text_output_bytes)}}});
   for (const RunArtifact& img : r.images) {
     content.push_back(
         {{"type", "image"}, {"data", Base64Encode(img.data)}, {"mimeType", img.mime}});

@@ -43,6 +43,8 @@ struct ExecResult : RunOutcome {
   // is cut in the answer (control bytes escape six-fold); below it, every
   // byte comes back.
   int64_t output_cap = 1 << 20;
+  // MCP_EXEC_TEXT_OUTPUT_BYTES: each stream's share of the text item.
+  int64_t text_output_bytes = 32768;
 };
 
 // A valid session name: 1-64 characters of A-Za-z0-9._-
@@ -103,8 +105,10 @@ std::string TidyCrashReport(const std::string& text);
 
 nlohmann::json StructuredResult(const ExecResult& r);
 // The result's text item: StructuredResult's JSON, small fields first, then
-// the tails, then stdout and stderr (clients cut long text from the end).
-std::string ResultText(const nlohmann::json& structured);
+// the tails, then stdout and stderr (clients cut long text from the end),
+// each cut to its head and tail when its escaped form passes text_budget
+// bytes, with STREAM_in_text saying what is shown of how many bytes.
+std::string ResultText(const nlohmann::json& structured, int64_t text_budget);
 nlohmann::json ToolResult(const ExecResult& r);        // CallToolResult, isError false
 nlohmann::json ToolError(const std::string& message);  // CallToolResult, isError true
 

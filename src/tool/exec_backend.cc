@@ -216,6 +216,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
     if (auto* err = std::get_if<std::string>(&outcome)) return ToolError(*err);
     ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(outcome)));
     r.output_cap = config_.max_output_bytes;
+    r.text_output_bytes = config_.text_output_bytes;
     return ToolResult(r);
   }
   SessionPool::CellOutcome cell =
@@ -231,6 +232,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   }
   ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(cell.result)));
   r.output_cap = config_.max_output_bytes;
+  r.text_output_bytes = config_.text_output_bytes;
   r.session = name;
   r.session_new = cell.is_new;
   r.session_ended = cell.ended;

@@ -258,15 +258,46 @@ export function brief(result) {
   );
 }
 
+// The text item (the one models read) is the structured result as JSON, but
+// for a stream past MCP_EXEC_TEXT_OUTPUT_BYTES: the text holds its head and
+// tail, and STREAM_in_text says how many bytes of each, of how many. Returns
+// the text's own cut streams' notes ({} when nothing was cut).
+export function checkTextItem(text, out) {
+  const parsed = JSON.parse(text);
+  const notes = {};
+  for (const key of ['stdout', 'stderr']) {
+    const note = parsed[`${key}_in_text`];
+    if (note === undefined) continue;
+    notes[key] = note;
+    const m = /the first (\d+) and the last (\d+) of the (\d+) bytes of /.exec(note);
+    assert.ok(m, `${key}_in_text says what is shown: ${note}`);
+    const whole = Buffer.from(out[key]);
+    const shown = Buffer.from(parsed[key]);
+    const [head, tail] = [Number(m[1]), Number(m[2])];
+    assert.equal(Number(m[3]), whole.length, note);
+    assert.ok(head + tail < whole.length, note);
+    assert.ok(shown.subarray(0, head).equals(whole.subarray(0, head)), `${key}: the head`);
+    assert.ok(
+      shown.subarray(shown.length - tail).equals(whole.subarray(whole.length - tail)),
+      `${key}: the tail`,
+    );
+    parsed[key] = out[key];
+    delete parsed[`${key}_in_text`];
+  }
+  assert.deepEqual(parsed, out, 'the text item is the structured result as JSON');
+  return notes;
+}
+
 // A normal (non-error) result: content[0] is the structured result as JSON
-// text. Returns { out: structuredContent, extra: content after the text }.
+// text (checkTextItem). Returns { out: structuredContent, extra: content
+// after the text, cut: checkTextItem's notes }.
 export function ok(result) {
   assert.equal(result.isError, false, `not a tool error: ${brief(result)}`);
   const out = result.structuredContent;
   assert.ok(out && typeof out === 'object', `structuredContent is present: ${brief(result)}`);
   assert.equal(result.content[0]?.type, 'text', 'the first content item is text');
-  assert.deepEqual(JSON.parse(result.content[0].text), out, 'the text item is the structured result as JSON');
-  return { out, extra: result.content.slice(1) };
+  const cut = checkTextItem(result.content[0].text, out);
+  return { out, extra: result.content.slice(1), cut };
 }
 
 // A tool error: isError, one text item, no structured result. Returns the text.

@@ -33,6 +33,7 @@ const DEFAULT_ENV = Object.fromEntries(
   [
     'MCP_EXEC_MAX_OUTPUT_BYTES',
     'MCP_EXEC_TAIL_BYTES',
+    'MCP_EXEC_TEXT_OUTPUT_BYTES',
     'MCP_EXEC_MAX_IMAGES',
     'MCP_EXEC_MAX_IMAGE_BYTES',
     'MCP_EXEC_MAX_IMAGE_SIDE',
@@ -328,6 +329,23 @@ for (const { label, connect, closed } of TRANSPORTS) {
       assert.ok(out.stdout_tail.endsWith('a\n'), 'stdout_tail ends where stdout ended');
       assert.match(out.stdout_tail, /^a+\n$/, 'stdout_tail is the end of the a line');
       assert.ok(Buffer.byteLength(out.stderr_tail) <= TAIL_BYTES);
+    });
+
+    it('a 5 MB print: the text item holds its head and tail; the whole answer fits in 1 MiB + 128 KiB', async () => {
+      const result = await call(ctx, { code: 'print("x" * (5 << 20))' });
+      const { out, cut } = ok(result);
+      assert.equal(out.truncated, true);
+      const kept = Buffer.byteLength(out.stdout);
+      assert.ok(kept <= MAX_OUTPUT_BYTES && kept > MAX_OUTPUT_BYTES - 8, `structuredContent keeps ${kept} bytes`);
+      assert.match(
+        cut.stdout ?? '',
+        /^this text shows the first \d+ and the last \d+ of the \d+ bytes of stdout \(MCP_EXEC_TEXT_OUTPUT_BYTES=32768\); structuredContent.stdout holds all/,
+      );
+      const text = Buffer.byteLength(result.content[0].text);
+      assert.ok(text < 40_000, `the text item is ${text} bytes`);
+      const whole = Buffer.byteLength(JSON.stringify(result));
+      console.log(`# a 5 MB print: the whole answer is ${whole} bytes, its text item ${text}`);
+      assert.ok(whole <= 1_048_576 + 131_072, `the whole answer is ${whole} bytes`);
     });
 
     it('a small run has no tail fields', async () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { finished } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
 
-import { connectMcpExec } from './mcp_client.mjs';
+import { checkTextItem, connectMcpExec } from './mcp_client.mjs';
 
 const TEST_TIMEOUT_MS = 15_000;
 
@@ -98,7 +98,7 @@ describe('mcp-exec over stdio with the MCP TypeScript SDK', () => {
     assert.equal(out.timed_out, false);
     assert.equal(out.truncated, false);
     assert.equal(result.content[0].type, 'text');
-    assert.deepEqual(JSON.parse(result.content[0].text), out);
+    checkTextItem(result.content[0].text, out);
   });
 
   test('invalid arguments are a tool error, not a protocol error', { timeout: TEST_TIMEOUT_MS }, async () => {

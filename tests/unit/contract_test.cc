@@ -243,6 +243,71 @@ TEST(ExecResultTest, TheTextPutsTheSmallFieldsFirstAndTheStreamsLast) {
   EXPECT_LT(text.find("\"stdout\""), text.find("\"stderr\":\"boom\""));
 }
 
+// The text item is the one models read: a stream past its budget shows its
+// head and tail and says so; structuredContent keeps it as the cap left it.
+TEST(ExecResultTest, TheTextCutsAStreamPastItsBudgetToItsEndsSayingSo) {
+  ExecResult r;
+  r.stdout_data = "HEAD" + std::string(100000, 'x') + "TAIL";
+  r.stdout_uri = "mcp-exec://resource/0123/stdout";
+  r.stdout_size = 5 << 20;
+  r.stderr_data = std::string(300, '\x01');  // 1800 bytes once escaped
+  r.text_output_bytes = 1000;
+  json t = ToolResult(r);
+  EXPECT_EQ(t["structuredContent"]["stdout"], r.stdout_data);
+  EXPECT_EQ(t["structuredContent"]["stderr"], r.stderr_data);
+  const json text = json::parse(t["content"][0]["text"].get<std::string>());
+  const std::string out = text["stdout"];
+  EXPECT_EQ(out.rfind("HEAD", 0), 0u);
+  EXPECT_EQ(out.substr(out.size() - 4), "TAIL");
+  EXPECT_NE(out.find("\n[... 99008 bytes of stdout left out of this text: see stdout_in_text ...]\n"),
+            std::string::npos)
+      << out.substr(0, 600);
+  EXPECT_EQ(text["stdout_in_text"],
+            "this text shows the first 500 and the last 500 of the 100008 bytes of stdout "
+            "(MCP_EXEC_TEXT_OUTPUT_BYTES=1000); structuredContent.stdout holds all 100008, and "
+            "resources/read of mcp-exec://resource/0123/stdout the whole stream as the run wrote "
+            "it");
+  // Control bytes count as they are escaped: 83 (498 escaped bytes) of each end.
+  EXPECT_NE(text["stderr_in_text"].get<std::string>().find("the first 83 and the last 83 of "
+                                                           "the 300 bytes of stderr"),
+            std::string::npos)
+      << text["stderr_in_text"];
+  // Everything else is as in structuredContent, the small fields first.
+  json rest = text;
+  for (const char* k : {"stdout", "stderr", "stdout_in_text", "stderr_in_text"}) rest.erase(k);
+  json structured = t["structuredContent"];
+  structured.erase("stdout");
+  structured.erase("stderr");
+  EXPECT_EQ(rest, structured);
+  EXPECT_EQ(t["content"][0]["text"].get<std::string>().rfind("{\"exit_code\":0,", 0), 0u);
+}
+
+TEST(ExecResultTest, TheTextKeepsAStreamWithinItsBudgetWholeAndCutsOnCharacters) {
+  ExecResult r;
+  r.stdout_data = std::string(1000, 'a');
+  r.stderr_data = "";
+  for (int i = 0; i < 500; ++i) r.stderr_data += "\xC3\xA9";  // é, two bytes each
+  r.text_output_bytes = 1000;
+  json t = ToolResult(r);
+  const json text = json::parse(t["content"][0]["text"].get<std::string>());
+  EXPECT_EQ(text["stdout"], r.stdout_data) << "exactly the budget is whole";
+  EXPECT_FALSE(text.contains("stdout_in_text"));
+  r.text_output_bytes = 101;
+  t = ToolResult(r);
+  const json cut = json::parse(t["content"][0]["text"].get<std::string>());  // valid UTF-8
+  const std::string err = cut["stderr"];
+  EXPECT_EQ(err.substr(0, 50), r.stderr_data.substr(0, 50));
+  EXPECT_EQ(err.substr(err.size() - 50), r.stderr_data.substr(950));
+  EXPECT_NE(cut["stderr_in_text"].get<std::string>().find("the first 50 and the last 50 of the "
+                                                          "1000 bytes"),
+            std::string::npos)
+      << cut["stderr_in_text"];
+  r.text_output_bytes = 0;  // nothing of either stream in the text
+  const json none = json::parse(ToolResult(r)["content"][0]["text"].get<std::string>());
+  EXPECT_NE(none["stdout_in_text"].get<std::string>().find("the first 0 and the last 0 of"),
+            std::string::npos);
+}
+
 TEST(ExecResultTest, ToolErrorHasNoStructuredContent) {
   json e = ToolError("boom");
   EXPECT_EQ(e["isError"], true);
@@ -365,9 +430,9 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.stderr_not_kept = "MCP_EXEC_RESOURCE_STORE_MB is 0: no stream is kept whole";
   r.has_result = r.result_truncated = true;
   r.result = "42";
-  r.images.push_back({"", "image/png", "png"});
+  r.images.push_back({"", "image/png", "png", "", 0});
   r.images_omitted = 1;
-  r.files.push_back({"out/a.csv", "", "a,b\n"});
+  r.files.push_back({"out/a.csv", "", "a,b\n", "", 0});
   r.files_omitted.push_back({"out/b.bin", 9, "bytes"});
   r.files_omitted_count = 1;
   r.tool_calls = 3;
