@@ -132,16 +132,20 @@ bool IsModuleName(const std::string& name) {
 const std::vector<Option>& Options() {
   static const std::vector<Option> options = {
       {"MCP_EXEC_TRANSPORT", "--transport", TransportName(Config{}.transport), "",
-       "stdio, http (streamable HTTP at /mcp) or sse (legacy HTTP+SSE; GET any path)",
+       "stdio, http (streamable HTTP at /mcp; streamable-http too) or sse (legacy HTTP+SSE; GET "
+       "any path), in any case",
        [](Config& c, const std::string& v) -> std::string {
-         if (v == "stdio")
+         // Any case; streamable-http is what the MCP specification calls it.
+         std::string t = v;
+         for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+         if (t == "stdio")
            c.transport = Transport::kStdio;
-         else if (v == "http")
+         else if (t == "http" || t == "streamable-http" || t == "streamable_http")
            c.transport = Transport::kHttp;
-         else if (v == "sse")
+         else if (t == "sse")
            c.transport = Transport::kSse;
          else
-           return "must be stdio, http or sse";
+           return "must be stdio, http (or streamable-http) or sse";
          return "";
        }},
       {"MCP_EXEC_ADDR", "--addr", Config{}.addr, "", "listen address for http/sse (HOST:PORT)",
@@ -697,24 +701,26 @@ std::string CheckWorkdirRoot(const std::string& root) {
          ": create it, or name a directory that exists (default " + Config{}.workdir_root + ")";
 }
 
+// Levenshtein's distance between a and b (one row at a time).
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 // " (did you mean --x?)" for a mistyped flag: the flag it starts, the one
 // that starts it, or the nearest by edit distance (at most 3 edits); an
 // environment variable's name gets its flag. "" when nothing is close.
 std::string Suggestion(const std::string& name) {
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diag = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    return row[b.size()];
-  };
   std::string best;
   size_t best_d = 4;
   for (const Option& opt : Options()) {
@@ -723,10 +729,35 @@ std::string Suggestion(const std::string& name) {
     if (name.size() > 3 && (flag.rfind(name, 0) == 0 || name.rfind(flag, 0) == 0)) {
       return " (did you mean " + flag + "?)";
     }
-    const size_t d = distance(name, flag);
+    const size_t d = EditDistance(name, flag);
     if (d < best_d) best_d = d, best = flag;
   }
   return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+// A warning for each MCP_EXEC_* variable that is no setting of this server
+// (a typo is otherwise silently ignored): with the nearest setting's name,
+// by edit distance (at most 4 edits) or by one name starting the other.
+void WarnAboutUnknownVariables(const std::map<std::string, std::string>& env, Config* c) {
+  for (const auto& [name, value] : env) {
+    if (name.rfind("MCP_EXEC_", 0) != 0) continue;
+    const auto& options = Options();
+    if (std::any_of(options.begin(), options.end(),
+                    [&](const Option& o) { return name == o.env; })) {
+      continue;
+    }
+    std::string best;
+    size_t best_d = 5;
+    for (const Option& opt : options) {
+      const std::string known = opt.env;
+      const size_t d =
+          (known.rfind(name, 0) == 0 || name.rfind(known, 0) == 0) ? 1 : EditDistance(name, known);
+      if (d < best_d) best_d = d, best = known;
+    }
+    c->warnings.push_back(name + " is not a setting of this server and is ignored" +
+                          (best.empty() ? std::string(" (mcp-exec --help lists them)")
+                                        : " (did you mean " + best + "?)"));
+  }
 }
 
 // args[*i] as a flag (--name=value, or --name value: then *i moves on).
@@ -797,6 +828,7 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
   }
   DeriveDefaults(c, resources);
   ApplyCompatibleMeanings(c);
+  WarnAboutUnknownVariables(env, &c);
   if (std::string err = CrossCheck(c); !err.empty()) {
     r.error = err;
     return r;

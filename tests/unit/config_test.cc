@@ -126,6 +126,39 @@ TEST(ConfigTest, TheGoServersOutOfRangeNumbersStartAtTheNearestWithAWarning) {
   EXPECT_TRUE(r.config->warnings.empty()) << ::testing::PrintToString(r.config->warnings);
 }
 
+// A mistyped variable would be silently ignored: it is a warning naming the
+// nearest setting. The transport takes the names clients and docs use.
+TEST(ConfigTest, AnUnknownVariableIsAWarningNamingTheNearestSetting) {
+  ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT", "60"},
+                         {"MCP_EXEC_TIMEOUT_S", "60"},
+                         {"MCP_EXEC_NOTHING_LIKE_ANY_OF_THEM", "1"},
+                         {"MCP_EXEC_MAX_TIMEOUT_S", "60"},
+                         {"OTHER_VARIABLE", "1"}});
+  ASSERT_TRUE(r.config) << r.error;
+  const std::string said = ::testing::PrintToString(r.config->warnings);
+  EXPECT_EQ(r.config->warnings.size(), 3u) << said;
+  EXPECT_NE(said.find("MCP_EXEC_MAX_TIMEOUT is not a setting of this server and is ignored (did "
+                      "you mean MCP_EXEC_MAX_TIMEOUT_S?)"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("MCP_EXEC_TIMEOUT_S is not a setting"), std::string::npos) << said;
+  EXPECT_NE(said.find("MCP_EXEC_NOTHING_LIKE_ANY_OF_THEM is not a setting of this server and is "
+                      "ignored (mcp-exec --help lists them)"),
+            std::string::npos)
+      << said;
+  for (const char* http : {"http", "HTTP", "streamable-http", "Streamable-HTTP"}) {
+    r = Parse({{"MCP_EXEC_TRANSPORT", http}});
+    ASSERT_TRUE(r.config) << http << ": " << r.error;
+    EXPECT_EQ(r.config->transport, Transport::kHttp) << http;
+  }
+  r = Parse({{"MCP_EXEC_TRANSPORT", "SSE"}});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->transport, Transport::kSse);
+  r = Parse({{"MCP_EXEC_TRANSPORT", "websocket"}});
+  EXPECT_NE(r.error.find("must be stdio, http (or streamable-http) or sse"), std::string::npos)
+      << r.error;
+}
+
 TEST(ConfigTest, FlagWinsOverVariable) {
   ParseResult r = Parse({{"MCP_EXEC_MAX_TIMEOUT_S", "60"}}, {"--max-timeout-s=90"});
   ASSERT_TRUE(r.config) << r.error;
