@@ -164,6 +164,11 @@ json ExecOutputSchema() {
            "the call), shutdown (the server stopped during the run; the output so far is kept), "
            "processes (while other runs were going, all runs together held more than three "
            "quarters of the process budget, and this run held the most, so it was ended)"}}},
+        {"timeout_note",
+         {{"type", "string"},
+          {"description",
+           "present when timeout_s was not used as given (below 1, or above the server's max): "
+           "what was given and what the run had"}}},
         {"queue_ms",
          {{"type", "integer"},
           {"description", "time spent waiting for a slot (and for the session's earlier calls)"}}},
@@ -578,16 +583,35 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
     return std::string("code must not be empty: it must be a string of Python source, not ") +
            (code_it->is_null() ? "null" : std::string("a ") + code_it->type_name());
   }
-  if (code_it == a.end() || IsBlank(code_it->get_ref<const std::string&>())) {
+  static const char* const kAccepted = "code, timeout_s, stdin, files, session, reset, end";
+  auto unknown = [&] {
+    std::vector<std::string> names;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
+          it.key() != "files" && it.key() != "session" && it.key() != "reset" &&
+          it.key() != "end") {
+        names.push_back(it.key());
+      }
+    }
+    return names;
+  };
+  if (code_it == a.end()) {
+    // {"script": ...}: the contract's message, then the mistake in its own
+    // words (the contract allows a missing code to say so).
+    const std::vector<std::string> names = unknown();
+    if (names.empty()) return std::string("code must not be empty");
+    std::string listed;
+    for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+    return "code must not be empty: the required argument code is missing, and " + listed +
+           (names.size() == 1 ? " is not an argument" : " are not arguments") +
+           " of exec (accepted: " + kAccepted + "); pass the Python source as code";
+  }
+  if (IsBlank(code_it->get_ref<const std::string&>())) {
     return std::string("code must not be empty");
   }
   // 2. unknown arguments, then types
-  for (auto it = a.begin(); it != a.end(); ++it) {
-    if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
-        it.key() != "files" && it.key() != "session" && it.key() != "reset" && it.key() != "end") {
-      return "unknown argument: " + it.key() +
-             " (accepted: code, timeout_s, stdin, files, session, reset, end)";
-    }
+  if (const std::vector<std::string> names = unknown(); !names.empty()) {
+    return "unknown argument: " + names.front() + " (accepted: " + kAccepted + ")";
   }
   std::optional<int64_t> timeout;
   // null is a wrong type like any other (the reference's decoder refuses it).
@@ -619,6 +643,13 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   }
   // 4. timeout: never rejected
   req.timeout_s = ClampTimeout(timeout, c);
+  if (timeout && *timeout != 0 && *timeout != req.timeout_s) {
+    req.timeout_note = "timeout_s " + std::to_string(*timeout) +
+                       (*timeout < 1 ? " is below 1"
+                                     : " is above MCP_EXEC_MAX_TIMEOUT_S (" +
+                                           std::to_string(c.max_timeout_s) + ")") +
+                       ": the run had " + std::to_string(req.timeout_s) + " s";
+  }
   // Ours: the input files.
   if (auto it = a.find("files"); it != a.end()) {
     if (auto err = ValidateFiles(*it, c, &req.files)) return *err;
@@ -695,6 +726,7 @@ json StructuredResult(const ExecResult& r) {
   };
   if (r.signal) j["signal"] = r.signal;
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (!r.timeout_note.empty()) j["timeout_note"] = r.timeout_note;
   if (r.tool_calls >= 0) j["tool_calls"] = r.tool_calls;
   if (!r.session.empty()) {
     j["session"] = r.session;

@@ -18,6 +18,9 @@ struct ExecRequest {
   std::string code;
   std::string stdin_data;
   int64_t timeout_s = 0;  // already defaulted and clamped
+  // When timeout_s is not the number the call gave (clamped to 1 or to the
+  // max): what was given and what applies, in plain words; else "".
+  std::string timeout_note;
   // `files`: relative path -> content (decoded), checked.
   std::vector<std::pair<std::string, std::string>> files;
   // `session`: run in the live interpreter of this name (checked: 1-64 of
@@ -39,6 +42,7 @@ struct ExecResult : RunOutcome {
   std::string session;
   bool session_new = false;
   std::string session_ended;
+  std::string timeout_note;  // ExecRequest::timeout_note
   // MCP_EXEC_MAX_OUTPUT_BYTES: a stream whose escaped form passes twice this
   // is cut in the answer (control bytes escape six-fold); below it, every
   // byte comes back.

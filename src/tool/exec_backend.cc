@@ -217,6 +217,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
     ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(outcome)));
     r.output_cap = config_.max_output_bytes;
     r.text_output_bytes = config_.text_output_bytes;
+    r.timeout_note = req.timeout_note;
     return ToolResult(r);
   }
   SessionPool::CellOutcome cell =
@@ -233,6 +234,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   ExecResult r = ToExecResult(std::get<RunOutcome>(std::move(cell.result)));
   r.output_cap = config_.max_output_bytes;
   r.text_output_bytes = config_.text_output_bytes;
+  r.timeout_note = req.timeout_note;
   r.session = name;
   r.session_new = cell.is_new;
   r.session_ended = cell.ended;

@@ -76,8 +76,10 @@ TEST_F(ContractTest, TimeoutIsClampedNeverRejected) {
   EXPECT_EQ(r["stdout"], "start\n");
   EXPECT_GE(r["duration_ms"], 900);
   EXPECT_LT(r["duration_ms"], 1900);
+  EXPECT_EQ(r["timeout_note"], "timeout_s -5 is below 1: the run had 1 s");
   // 0 -> default (2 s)
   r = s().Exec(sleeper, {{"timeout_s", 0}});
+  EXPECT_FALSE(r.contains("timeout_note")) << "the default is no clamp";
   EXPECT_TRUE(r["timed_out"]);
   EXPECT_GE(r["duration_ms"], 1900);
   EXPECT_LT(r["duration_ms"], 2900);
@@ -86,6 +88,8 @@ TEST_F(ContractTest, TimeoutIsClampedNeverRejected) {
   EXPECT_TRUE(r["timed_out"]);
   EXPECT_GE(r["duration_ms"], 2900);
   EXPECT_LT(r["duration_ms"], 3900);
+  EXPECT_EQ(r["timeout_note"],
+            "timeout_s 1000 is above MCP_EXEC_MAX_TIMEOUT_S (3): the run had 3 s");
 }
 
 TEST_F(ContractTest, OneOutputBudgetSharedByBothStreams) {

@@ -41,6 +41,21 @@ TEST(ExecValidationTest, EmptyCode) {
             "code must not be empty: it must be a string of Python source, not a array");
 }
 
+// {"script": ...}: the contract's message, then the mistake by name.
+TEST(ExecValidationTest, AMissingCodeBesideUnknownArgumentsNamesThem) {
+  EXPECT_EQ(ErrorOf({{"script", "print(1)"}}),
+            "code must not be empty: the required argument code is missing, and script is not an "
+            "argument of exec (accepted: code, timeout_s, stdin, files, session, reset, end); "
+            "pass the Python source as code");
+  EXPECT_NE(ErrorOf({{"source", "1"}, {"python", "1"}, {"timeout_s", 5}})
+                .find("and python, source are not arguments of exec"),
+            std::string::npos);
+  // With code present, an unknown argument is named as before.
+  EXPECT_EQ(ErrorOf({{"code", "1"}, {"timeout", 5}}),
+            "unknown argument: timeout (accepted: code, timeout_s, stdin, files, session, reset, "
+            "end)");
+}
+
 TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
   // Go's strings.TrimSpace: \v \f \r U+0085 U+00A0 U+1680 U+2000..U+200A
   // U+2028 U+2029 U+202F U+205F U+3000.
@@ -57,7 +72,12 @@ TEST(ExecValidationTest, UnicodeWhitespaceOnlyIsEmpty) {
 }
 
 TEST(ExecValidationTest, CodeIsCheckedBeforeUnknownArgumentsAndTypes) {
-  EXPECT_EQ(ErrorOf({{"bogus", 1}}), "code must not be empty");
+  // The contract's message first; a missing code then says what came instead.
+  EXPECT_EQ(ErrorOf({{"bogus", 1}})
+                .rfind("code must not be empty: the required argument code is "
+                       "missing, and bogus is not an argument",
+                       0),
+            0u);
   EXPECT_EQ(ErrorOf({{"code", " "}, {"timeout_s", "5"}}), "code must not be empty");
 }
 
@@ -114,6 +134,22 @@ TEST(ExecValidationTest, TimeoutClamping) {
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 301}}).timeout_s, 300);
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1e300}}).timeout_s, 300);
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 18446744073709551615ull}}).timeout_s, 300);
+}
+
+// A clamp is never silent: the result says what was given and what applied.
+TEST(ExecValidationTest, AClampedTimeoutSaysWhatApplied) {
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1000}}).timeout_note,
+            "timeout_s 1000 is above MCP_EXEC_MAX_TIMEOUT_S (300): the run had 300 s");
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", -5}}).timeout_note,
+            "timeout_s -5 is below 1: the run had 1 s");
+  for (int t : {0, 1, 10, 300}) {
+    EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", t}}).timeout_note, "") << t;
+  }
+  EXPECT_EQ(RequestOf({{"code", "1"}}).timeout_note, "");
+  ExecResult r;
+  r.timeout_note = "timeout_s 1000 is above MCP_EXEC_MAX_TIMEOUT_S (300): the run had 300 s";
+  EXPECT_EQ(StructuredResult(r)["timeout_note"], r.timeout_note);
+  EXPECT_FALSE(StructuredResult(ExecResult{}).contains("timeout_note"));
 }
 
 TEST(ExecValidationTest, NullIsAWrongTypeNamingTheArgument) {
@@ -259,8 +295,9 @@ TEST(ExecResultTest, TheTextCutsAStreamPastItsBudgetToItsEndsSayingSo) {
   const std::string out = text["stdout"];
   EXPECT_EQ(out.rfind("HEAD", 0), 0u);
   EXPECT_EQ(out.substr(out.size() - 4), "TAIL");
-  EXPECT_NE(out.find("\n[... 99008 bytes of stdout left out of this text: see stdout_in_text ...]\n"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("\n[... 99008 bytes of stdout left out of this text: see stdout_in_text ...]\n"),
+      std::string::npos)
       << out.substr(0, 600);
   EXPECT_EQ(text["stdout_in_text"],
             "this text shows the first 500 and the last 500 of the 100008 bytes of stdout "
@@ -436,6 +473,7 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.files_omitted.push_back({"out/b.bin", 9, "bytes"});
   r.files_omitted_count = 1;
   r.tool_calls = 3;
+  r.timeout_note = "timeout_s 1000 is above MCP_EXEC_MAX_TIMEOUT_S (300): the run had 300 s";
   const json full = StructuredResult(r);
   const json props = ExecOutputSchema()["properties"];
   for (const auto& [key, value] : full.items()) {
