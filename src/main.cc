@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -120,7 +122,9 @@ std::string StdioUpstreamRefusal(const RuntimeReport& runtime,
 }
 
 // The zygote is up: build the request path on it and serve until told to stop.
-int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
+// specs: the upstreams, read (and checked) before the warm-up.
+int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
+          std::vector<upstream::Spec> specs) {
   Scheduler scheduler(config.max_concurrent, config.max_queue);
   Metrics metrics;
   Executor executor(config, zygote, scheduler, &metrics);
@@ -135,11 +139,6 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd) {
   // no start at all (a missing tool would surface mid-run otherwise).
   std::shared_ptr<upstream::Upstreams> upstreams;
   if (!config.upstreams.empty()) {
-    std::vector<upstream::Spec> specs;
-    if (!upstream::LoadSpecs(config.upstreams, &specs, &error)) {
-      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
-      return 1;
-    }
     if (std::string why = StdioUpstreamRefusal(runtime, specs); !why.empty()) {
       fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", why.c_str());
       log::Error("upstreams", {{"error", why}});
@@ -213,6 +212,16 @@ int main(int argc, char** argv) {
   }
   if (parsed.command == "doctor") return RunDoctor(config, parsed.json_output);
 
+  // The upstreams file is read before the warm-up: a mistake in it (with
+  // its line and column) is said at once.
+  std::vector<upstream::Spec> specs;
+  if (!config.upstreams.empty()) {
+    std::string error;
+    if (!upstream::LoadSpecs(config.upstreams, &specs, &error)) {
+      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
+      return 1;
+    }
+  }
   int signal_fd = TerminationSignalFd();
   // Anything a dead zygote leaves behind is re-parented to us, to be killed.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -222,7 +231,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mcp-exec: %s\n", error.c_str());
     return 1;
   }
-  int rc = Serve(config, zygote, signal_fd);
+  int rc = Serve(config, zygote, signal_fd, std::move(specs));
   zygote.Shutdown();
   log::Info("stopped", {{"exit_status", rc}});
   return rc;

@@ -55,7 +55,13 @@ Parsed Parse(std::string_view text, int max_depth) {
     out.value = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
     out.value = nlohmann::json(nlohmann::json::value_t::discarded);
-    out.error = std::string("parse error: ") + e.what();
+    // nlohmann's what() starts with its own tag ("[json.exception.parse_error.101] "):
+    // noise to whoever reads the message; "parse error at line L, column C: ..." stays.
+    std::string what = e.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) {
+      what.erase(0, what.find("] ") + 2);
+    }
+    out.error = what.rfind("parse error", 0) == 0 ? what : "parse error: " + what;
   }
   return out;
 }

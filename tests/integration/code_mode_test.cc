@@ -297,6 +297,24 @@ TEST(CodeModeStartTest, HttpBeyondLoopbackWithoutATokenStopsTheStart) {
   unlink(config.c_str());
 }
 
+// A hand-edited upstreams file's mistake is said before the warm-up, with
+// its line and column.
+TEST(CodeModeStartTest, AMalformedUpstreamsFileIsSaidAtOnceWithItsLineAndColumn) {
+  char path[] = "/tmp/mcp-exec-upstreams-XXXXXX";
+  int fd = mkstemp(path);
+  const std::string text = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n  }\n}\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  CommandResult r = RunBare(std::string("MCP_EXEC_UPSTREAMS=") + path + " " + ServerBinary());
+  unlink(path);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(
+      Has(r.err, std::string("MCP_EXEC_UPSTREAMS: ") + path + ": parse error at line 4, column 3"))
+      << r.err;
+  EXPECT_FALSE(Has(r.err, "json.exception")) << r.err;
+  EXPECT_FALSE(Has(r.err, "zygote_ready")) << "said before the warm-up: " << r.err;
+}
+
 TEST(CodeModeStartTest, ABadUpstreamStopsTheStartNamingIt) {
   struct Case {
     json servers;

@@ -39,7 +39,8 @@ TEST(BoundedJsonTest, ParsesUpToTheBoundAndRefusesBeyond) {
   auto bad = bounded_json::Parse("{\"a\":");
   EXPECT_FALSE(bad.ok());
   EXPECT_FALSE(bad.too_deep);
-  EXPECT_EQ(bad.error.rfind("parse error: ", 0), 0u) << bad.error;
+  EXPECT_EQ(bad.error.rfind("parse error", 0), 0u) << bad.error;
+  EXPECT_EQ(bad.error.find("json.exception"), std::string::npos) << bad.error;
   EXPECT_EQ(bounded_json::Parse("[1,2]", 1).ok(), true);
   EXPECT_EQ(bounded_json::Parse("[[1]]", 1).too_deep, true);
 }
