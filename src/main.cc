@@ -72,11 +72,24 @@ void WarnAboutConfig(const Config& config, const RuntimeReport& runtime) {
 
 void LogStart(const Config& config, const RuntimeReport& runtime) {
   std::string refusal = SandboxRefusal(runtime);
+  // One short line (terminals that relay stderr, the Inspector's, show it
+  // whole): which layers hold and which do not, by name. Each layer's detail
+  // and fix, and the mounts, are doctor's, and the debug level's.
+  nlohmann::json active = nlohmann::json::array(), inactive = nlohmann::json::array();
+  const nlohmann::json layers = runtime.sandbox.value("layers", nlohmann::json::array());
+  for (const nlohmann::json& layer : layers) {
+    if (!layer.is_object()) continue;
+    (layer.value("active", false) ? active : inactive).push_back(layer.value("name", ""));
+  }
+  const nlohmann::json mounts = runtime.sandbox.value("mounts", nlohmann::json::array());
   log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
              {{"namespaces", runtime.sandbox.value("namespaces", "")},
-              {"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
-              {"mounts", runtime.sandbox.value("mounts", nlohmann::json::array())},
-              {"refusal", refusal}});
+              {"active", active},
+              {"inactive", inactive},
+              {"mounts", mounts.size()},
+              {"refusal", refusal},
+              {"details", "mcp-exec doctor"}});
+  log::Debug("sandbox_layers", {{"layers", layers}, {"mounts", mounts}});
   WarnAboutConfig(config, runtime);
   log::Info("start",
             {{"version", MCP_EXEC_VERSION},

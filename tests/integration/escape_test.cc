@@ -505,9 +505,8 @@ TEST(CodeModePostureTest, AStdioUpstreamRunsCouldReadIsRefusedAtStart) {
     std::istringstream lines(probe.Stderr());
     for (std::string line; std::getline(lines, line);) {
       if (line.find("\"event\":\"sandbox\"") == std::string::npos) continue;
-      for (const json& layer : json::parse(line).value("layers", json::array())) {
-        landlock =
-            landlock || (layer.value("name", "") == "landlock" && layer.value("active", false));
+      for (const json& name : json::parse(line).value("active", json::array())) {
+        landlock = landlock || name == "landlock";
       }
     }
     if (landlock) {

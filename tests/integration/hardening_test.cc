@@ -271,9 +271,10 @@ namespace {
 // The folder below which the server makes its runs' memory cgroups, from the
 // layer it logs at start; "" when the layer is off (with why in *detail).
 std::string RunCgroupParent(ServerProcess& s, std::string* detail) {
-  s.StderrHas("\"event\":\"sandbox\"");
+  s.StderrHas("\"event\":\"sandbox_layers\"");
   std::string err = s.Stderr();
-  for (size_t at = 0; (at = err.find("\"event\":\"sandbox\"", at)) != std::string::npos; ++at) {
+  for (size_t at = 0; (at = err.find("\"event\":\"sandbox_layers\"", at)) != std::string::npos;
+       ++at) {
     size_t start = err.rfind('\n', at);
     size_t end = err.find('\n', at);
     json line =
@@ -301,7 +302,7 @@ bool IsDir(const std::string& path) {
 TEST(CgroupTest, EachRunIsInACgroupOfItsOwnRemovedWithIt) {
   std::string parent, detail;
   {
-    ServerProcess s;
+    ServerProcess s(Env{{"MCP_EXEC_LOG_LEVEL", "debug"}});  // the layers' details
     s.Initialize();
     parent = RunCgroupParent(s, &detail);
     if (parent.empty()) {
