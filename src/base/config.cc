@@ -1,5 +1,6 @@
 #include "base/config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -844,6 +845,18 @@ ParseResult ParseConfig(const std::map<std::string, std::string>& env,
           (c.mounts_from.empty() ? std::string("MCP_EXEC_PYTHON's site-packages") : c.mounts_from) +
           " " + err;
       return r;
+    }
+    // Runs are sandbox_uid when the server starts as root, else the
+    // server's own uid (whose access the kernel decides with its groups).
+    for (const mounts::Mount& m : c.mounts) {
+      struct stat st;
+      if (geteuid() != 0 && stat(m.host.c_str(), &st) == 0) {
+        const int need = R_OK | (S_ISDIR(st.st_mode) ? X_OK : 0) | (m.writable ? W_OK : 0);
+        if (faccessat(AT_FDCWD, m.host.c_str(), need, AT_EACCESS) == 0) continue;
+      }
+      const unsigned uid = geteuid() == 0 ? static_cast<unsigned>(c.sandbox_uid) : geteuid();
+      const unsigned gid = geteuid() == 0 ? static_cast<unsigned>(c.sandbox_uid) : getegid();
+      if (std::string w = mounts::AccessWarning(m, uid, gid); !w.empty()) c.warnings.push_back(w);
     }
   }
   if (std::string err = CheckWorkdirRoot(c.workdir_root); !err.empty()) {

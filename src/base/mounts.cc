@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -186,6 +187,32 @@ std::string Format(const std::vector<Mount>& mounts) {
 
 std::string ModeText(const Mount& m) {
   return std::string(m.writable ? "read-write" : "read-only") + (m.exec ? ", executable" : "");
+}
+
+std::string AccessWarning(const Mount& m, unsigned uid, unsigned gid) {
+  struct stat st;
+  if (uid == 0 || stat(m.host.c_str(), &st) != 0) return "";
+  const bool dir = S_ISDIR(st.st_mode);
+  const int shift = st.st_uid == uid ? 6 : st.st_gid == gid ? 3 : 0;
+  const unsigned bits = (st.st_mode >> shift) & 7;
+  const bool enter = !dir || (bits & 1);
+  std::string cannot;
+  if (!(bits & 4) || !enter) {
+    cannot = dir ? "list or read files in" : "read";
+  } else if (m.writable && !(bits & 2)) {
+    cannot = dir ? "write in" : "write";
+  }
+  if (cannot.empty()) return "";
+  char mode[8];
+  snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  const std::string id = std::to_string(uid);
+  return "MCP_EXEC_MOUNTS: runs (uid " + id + ") cannot " + cannot + " " + m.host + " (" +
+         (m.writable ? "rw" : "ro") + "; owner uid " + std::to_string(st.st_uid) + ", group " +
+         std::to_string(st.st_gid) + ", mode " + mode +
+         "), so a run that touches it gets PermissionError: chown -R " + id + ":" +
+         std::to_string(gid) + " " + m.host +
+         (m.writable ? ", or mount it read-only" : ", or chmod -R o+rX " + m.host) +
+         " (doctor names the runs' uid)";
 }
 
 }  // namespace mcpexec::mounts

@@ -30,6 +30,14 @@ std::string Parse(const std::string& text, std::vector<Mount>* out);
 std::string Check(std::vector<Mount>* mounts, const std::string& workdir_root,
                   const std::string& self_exe);
 
+// Whether runs of uid:gid (no supplementary groups, as a server started as
+// root makes them) can use the host path as the mount says: list and read it
+// (ro), and write in it too (rw), by its owner, group and mode bits (ACLs
+// aside; its contents unchecked). "" or a warning naming the uid, what it
+// cannot do and the fix, for the start log and doctor: otherwise the first
+// run to touch it fails with a bare PermissionError.
+std::string AccessWarning(const Mount& m, unsigned uid, unsigned gid);
+
 // Back to the text Parse reads (the zygote's argument).
 std::string Format(const std::vector<Mount>& mounts);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -299,6 +300,46 @@ TEST(ConfigTest, RequestCapIsDerivedFromCodeAndStdinCaps) {
 
 // MCP_EXEC_MOUNTS: the syntax, the modes, and what the checks make of it
 // (the folders are this test's own, made under a fresh temporary folder).
+// A folder the runs' uid cannot use as mounted fails later with a bare
+// PermissionError: the start says so, naming the uid and the fix.
+TEST(ConfigTest, AMountTheRunsCannotUseIsAWarningNamingTheUidAndTheFix) {
+  if (geteuid() != 0) GTEST_SKIP() << "runs are the sandbox uid only when started as root";
+  char tmpl[] = "/var/tmp/mcp-exec-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  ASSERT_EQ(chmod(base.c_str(), 0755), 0);
+  for (const auto& [name, mode] : std::vector<std::pair<std::string, mode_t>>{
+           {"ro_ok", 0755}, {"ro_closed", 0700}, {"rw_closed", 0755}, {"rw_open", 0777}}) {
+    ASSERT_EQ(mkdir((base + "/" + name).c_str(), 0700), 0);
+    ASSERT_EQ(chmod((base + "/" + name).c_str(), mode), 0);
+  }
+  auto r = Parse({{"MCP_EXEC_MOUNTS", base + "/ro_ok:/a," + base + "/ro_closed:/b," + base +
+                                          "/rw_closed:/c:rw," + base + "/rw_open:/d:rw"},
+                  {"MCP_EXEC_SANDBOX_UID", "65532"}});
+  ASSERT_TRUE(r.config) << r.error;
+  const std::string said = ::testing::PrintToString(r.config->warnings);
+  EXPECT_EQ(r.config->warnings.size(), 2u) << said;
+  EXPECT_NE(said.find("runs (uid 65532) cannot list or read files in " + base +
+                      "/ro_closed (ro; owner uid 0, group 0, mode 0700)"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("chown -R 65532:65532 " + base + "/ro_closed, or chmod -R o+rX"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("runs (uid 65532) cannot write in " + base + "/rw_closed (rw;"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("or mount it read-only"), std::string::npos) << said;
+  // The owner's bits count for the owner, the group's for the group.
+  ASSERT_EQ(chown((base + "/rw_closed").c_str(), 65532, 65532), 0);
+  EXPECT_EQ(mounts::AccessWarning({base + "/rw_closed", "/c", true, false}, 65532, 65532), "");
+  ASSERT_EQ(chown((base + "/ro_closed").c_str(), 0, 65532), 0);
+  ASSERT_EQ(chmod((base + "/ro_closed").c_str(), 0750), 0);
+  EXPECT_EQ(mounts::AccessWarning({base + "/ro_closed", "/b", false, false}, 65532, 65532), "");
+  EXPECT_NE(mounts::AccessWarning({base + "/ro_closed", "/b", false, false}, 65533, 65533), "");
+  std::filesystem::remove_all(base);
+}
+
 TEST(ConfigTest, MountsAreParsedAndCheckedAgainstTheDisk) {
   char tmpl[] = "/var/tmp/mcp-exec-config-test-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
