@@ -232,8 +232,9 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_TEXT_OUTPUT_BYTES", "--text-output-bytes", Default(&Config::text_output_bytes),
        "bytes",
        "of each stream in the result's text item, the one models read (clients refuse, file "
-       "away or cut long tool text): past it, the stream's head and tail with its byte counts "
-       "and where the whole is; structuredContent holds the streams as the output cap left them",
+       "away or cut long tool text), counted as escaped in JSON: past it, the stream's head and "
+       "tail with its byte counts and where the whole is; structuredContent holds the streams as "
+       "the output cap left them",
        IntField(&Config::text_output_bytes, 0, 256 * kMiB)},
       {"MCP_EXEC_MAX_IMAGES", "--max-images", Default(&Config::max_images), "images",
        "figures and images a run returns (plt.show(), display(), open figures at the end)",
@@ -742,6 +743,13 @@ std::string Suggestion(const std::string& name) {
 void WarnAboutUnknownVariables(const std::map<std::string, std::string>& env, Config* c) {
   for (const auto& [name, value] : env) {
     if (name.rfind("MCP_EXEC_", 0) != 0) continue;
+    // What Docker links and Kubernetes service links set for a container or
+    // Service named mcp-exec: not the operator's typos.
+    if (name == "MCP_EXEC_PORT" || name.rfind("MCP_EXEC_PORT_", 0) == 0 ||
+        name.rfind("MCP_EXEC_SERVICE_", 0) == 0 || name == "MCP_EXEC_NAME" ||
+        name.rfind("MCP_EXEC_ENV_", 0) == 0) {
+      continue;
+    }
     const auto& options = Options();
     if (std::any_of(options.begin(), options.end(),
                     [&](const Option& o) { return name == o.env; })) {

@@ -280,7 +280,7 @@ void DescribeExtras(std::ostream& o, const Config& c) {
     o << " and stdout_resource / stderr_resource link the whole stream (kept "
       << HumanDuration(c.resource_ttl_s) << ")";
   }
-  o << ". In the result's text content a stream longer than " << c.text_output_bytes
+  o << ". In the result's text content a stream whose JSON text passes " << c.text_output_bytes
     << " bytes shows its head and tail (stdout_in_text / stderr_in_text say how much of it); "
        "structuredContent holds it all.";
 }
@@ -601,7 +601,8 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
     const std::vector<std::string> names = unknown();
     if (names.empty()) return std::string("code must not be empty");
     std::string listed;
-    for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) listed += (i ? ", " : "") + names[i];
+    if (names.size() > 5) listed += " and " + std::to_string(names.size() - 5) + " more";
     return "code must not be empty: the required argument code is missing, and " + listed +
            (names.size() == 1 ? " is not an argument" : " are not arguments") +
            " of exec (accepted: " + kAccepted + "); pass the Python source as code";
@@ -644,7 +645,8 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
   // 4. timeout: never rejected
   req.timeout_s = ClampTimeout(timeout, c);
   if (timeout && *timeout != 0 && *timeout != req.timeout_s) {
-    req.timeout_note = "timeout_s " + std::to_string(*timeout) +
+    // The number as sent (a huge one saturated in *timeout).
+    req.timeout_note = "timeout_s " + a["timeout_s"].dump() +
                        (*timeout < 1 ? " is below 1"
                                      : " is above MCP_EXEC_MAX_TIMEOUT_S (" +
                                            std::to_string(c.max_timeout_s) + ")") +

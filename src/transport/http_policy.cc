@@ -105,7 +105,7 @@ std::string UpstreamsExposure(const std::string& addr, bool has_token) {
   const Listen l = ParseAddr(addr);
   if (l.loopback || has_token) return "";
   return "MCP_EXEC_UPSTREAMS is set and this server would listen on " + addr +
-         (l.host.empty() ? " (every interface)" : "") +
+         (l.host.empty() || l.host == "0.0.0.0" || l.host == "::" ? " (every interface)" : "") +
          ", beyond loopback, without MCP_EXEC_AUTH_TOKEN: anyone who reaches the port could "
          "call the upstreams' tools with the credentials they were given. Set "
          "MCP_EXEC_AUTH_TOKEN (clients send it as X-MCP-AUTH or Authorization: Bearer), or "

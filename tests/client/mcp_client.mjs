@@ -29,6 +29,8 @@ export const serverBin = process.env.MCP_EXEC_BIN || path.resolve(here, '../../b
 export function serverEnvironment() {
   const env = getDefaultEnvironment();
   for (const [name, value] of Object.entries(process.env)) {
+    // MCP_EXEC_BIN names the binary for the tests; it is no server setting.
+    if (name === 'MCP_EXEC_BIN') continue;
     if (name.startsWith('MCP_EXEC_') || name === 'OPENBLAS_CORETYPE' || name === 'OPENBLAS_L2_SIZE') {
       env[name] = value;
     }

@@ -134,7 +134,11 @@ TEST(ConfigTest, AnUnknownVariableIsAWarningNamingTheNearestSetting) {
                          {"MCP_EXEC_TIMEOUT_S", "60"},
                          {"MCP_EXEC_NOTHING_LIKE_ANY_OF_THEM", "1"},
                          {"MCP_EXEC_MAX_TIMEOUT_S", "60"},
-                         {"OTHER_VARIABLE", "1"}});
+                         {"OTHER_VARIABLE", "1"},
+                         // Docker and Kubernetes links for a service named mcp-exec.
+                         {"MCP_EXEC_PORT", "tcp://10.0.0.1:8080"},
+                         {"MCP_EXEC_PORT_8080_TCP_ADDR", "10.0.0.1"},
+                         {"MCP_EXEC_SERVICE_HOST", "10.0.0.1"}});
   ASSERT_TRUE(r.config) << r.error;
   const std::string said = ::testing::PrintToString(r.config->warnings);
   EXPECT_EQ(r.config->warnings.size(), 3u) << said;

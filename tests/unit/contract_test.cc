@@ -142,6 +142,9 @@ TEST(ExecValidationTest, AClampedTimeoutSaysWhatApplied) {
             "timeout_s 1000 is above MCP_EXEC_MAX_TIMEOUT_S (300): the run had 300 s");
   EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", -5}}).timeout_note,
             "timeout_s -5 is below 1: the run had 1 s");
+  EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", 1e30}}).timeout_note,
+            "timeout_s 1e+30 is above MCP_EXEC_MAX_TIMEOUT_S (300): the run had 300 s")
+      << "the number as sent, not as saturated";
   for (int t : {0, 1, 10, 300}) {
     EXPECT_EQ(RequestOf({{"code", "1"}, {"timeout_s", t}}).timeout_note, "") << t;
   }
