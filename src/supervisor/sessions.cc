@@ -18,6 +18,7 @@ struct SessionPool::Entry {
   bool handle = false;       // key.second is a handle the pool minted
   bool gone = false;         // a handle's session that ended: refused from now on
   uint64_t owner = 0;        // the connection that made it (a name's session ends with it)
+  std::string restarted;     // a name's: why its last interpreter ended (CellOutcome::restarted)
   std::string client;        // who made it, for the fair share (Ask::client)
   Clock::time_point born{}, last_used{};
   std::condition_variable cv;
@@ -129,6 +130,10 @@ std::shared_ptr<SessionPool::Entry> SessionPool::AddLocked(const Key& key, uint6
   e->owner = owner;
   e->client = client;
   e->handle = handle;
+  if (auto it = name_ended_.find(key); !handle && it != name_ended_.end()) {
+    e->restarted = it->second;
+    name_ended_.erase(it);
+  }
   entries_.emplace(key, e);
   return e;
 }
@@ -197,6 +202,15 @@ void SessionPool::EndInterpreterLocked(Entry& e, const char* reason, const std::
   if (e.handle && std::string(reason) != "reset") {
     e.gone = true;
     handles_.Ended(e.key.second, why.empty() ? WhyEnded(reason) : why);
+  } else if (!e.handle && std::string(reason) != "reset") {
+    // A name starts afresh on its next call: remember why, for that call.
+    e.restarted = why.empty() ? WhyEnded(reason) : why;
+    if (name_ended_.emplace(e.key, e.restarted).second) name_ended_order_.push_back(e.key);
+    name_ended_[e.key] = e.restarted;
+    while (name_ended_order_.size() > HandleBook::kRemembered) {
+      name_ended_.erase(name_ended_order_.front());
+      name_ended_order_.pop_front();
+    }
   }
 }
 
@@ -277,6 +291,10 @@ SessionPool::CellOutcome SessionPool::Run(Ticket& t, bool reset, bool end, const
   if (Gone(e.run)) EndInterpreterLocked(e, "interpreter_ended");
   if (!e.run.started()) {
     out.is_new = true;
+    // Told once, by the call that starts the name's session again.
+    out.restarted = std::move(e.restarted);
+    e.restarted.clear();
+    name_ended_.erase(e.key);
     e.run.cpu_budget_s = config_.py_session_max_s;
     e.born = Clock::now();
     if (metrics_) metrics_->RecordPySessionStart();

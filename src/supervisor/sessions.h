@@ -63,6 +63,10 @@ class SessionPool {
   struct CellOutcome {
     std::variant<RunOutcome, std::string> result;  // a tool error as text
     bool is_new = false;                           // this call started the interpreter
+    // A name's session started again (2025 era): why the one before ended,
+    // in plain words, so that a NameError in this call has its cause; "" when
+    // the name is new or its session lived on.
+    std::string restarted;
     std::string ended;  // set when the interpreter is gone after this call: why
   };
   // Waits for the ticket's turn (counted as queue time), then runs the code
@@ -113,6 +117,11 @@ class SessionPool {
   std::condition_variable sweeper_cv_;
   std::map<Key, std::shared_ptr<Entry>> entries_;  // a handle's key: {0, handle}
   HandleBook handles_;
+  // Why each named session's last interpreter ended (for the next call with
+  // the name: CellOutcome::restarted), the oldest forgotten past
+  // HandleBook::kRemembered.
+  std::map<Key, std::string> name_ended_;
+  std::deque<Key> name_ended_order_;
   uint64_t next_ticket_ = 1;
   bool stopping_ = false;
   bool server_stopping_ = false;  // Stopping(): connections end for the shutdown

@@ -192,6 +192,12 @@ json ExecOutputSchema() {
           {"description",
            "present when the session's interpreter is gone after this call, with why; the next "
            "call with this name starts a new one"}}},
+        {"session_restarted",
+         {{"type", "string"},
+          {"description",
+           "present when a session a 2025 client named was started afresh by this call because "
+           "the one before ended: why it ended. Names the earlier calls defined are gone (a "
+           "NameError here is why)"}}},
         {"result",
          {{"type", "string"},
           {"description",
@@ -347,7 +353,8 @@ std::string ExecDescription(const Config& c, const RuntimeReport& rt,
        "error "
        "saying so: start "
        "a new one with \"new\" and rebuild its state (a session a 2025 client named starts "
-       "afresh instead, and the result says session_new true). A timeout or cancel in a session "
+       "afresh instead, and the result says session_new true and, in session_restarted, why the "
+       "one before ended). A timeout or cancel in a session "
        "raises KeyboardInterrupt and keeps the state. A session is one principal's state: code run "
        "in "
        "it can change what its later calls do and return, so call with reset after running "
@@ -734,6 +741,7 @@ json StructuredResult(const ExecResult& r) {
     j["session"] = r.session;
     j["session_new"] = r.session_new;
     if (!r.session_ended.empty()) j["session_ended"] = r.session_ended;
+    if (!r.session_restarted.empty()) j["session_restarted"] = r.session_restarted;
   }
   // A tail is the stream's last bytes (at most MCP_EXEC_TAIL_BYTES): kept
   // as they are, it is small whatever its escaping.
@@ -891,11 +899,27 @@ std::string TextOfStream(const std::string& key, const std::string& stream, size
 // at 10 KiB, from the end) long tool text: what they keep must hold the
 // flags and both ends of the output, not the middle of stdout.
 std::string ResultText(const json& structured, int64_t text_budget) {
-  static const char* const kFirst[] = {
-      "exit_code",           "timed_out",       "truncated",       "reason",  "signal",
-      "duration_ms",         "queue_ms",        "tool_calls",      "session", "session_new",
-      "session_ended",       "images",          "images_omitted",  "files",   "files_omitted",
-      "files_omitted_count", "stdout_resource", "stderr_resource", "result",  "result_truncated"};
+  static const char* const kFirst[] = {"exit_code",
+                                       "timed_out",
+                                       "truncated",
+                                       "reason",
+                                       "signal",
+                                       "duration_ms",
+                                       "queue_ms",
+                                       "tool_calls",
+                                       "session",
+                                       "session_new",
+                                       "session_ended",
+                                       "session_restarted",
+                                       "images",
+                                       "images_omitted",
+                                       "files",
+                                       "files_omitted",
+                                       "files_omitted_count",
+                                       "stdout_resource",
+                                       "stderr_resource",
+                                       "result",
+                                       "result_truncated"};
   static const char* const kLast[] = {"stdout_tail", "stderr_tail", "stdout", "stderr"};
   nlohmann::ordered_json text;
   for (const char* key : kFirst) {

@@ -238,6 +238,7 @@ json ExecBackend::Execute(const ExecRequest& req, CancelToken& cancel, const Pro
   r.session = name;
   r.session_new = cell.is_new;
   r.session_ended = cell.ended;
+  r.session_restarted = cell.restarted;
   return ToolResult(r);
 }
 

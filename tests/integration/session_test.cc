@@ -256,8 +256,13 @@ TEST_F(SessionEndTest, IdleExpiryEndsIt) {
   std::string marker = StartMarked(s, "a");
   EXPECT_TRUE(Gone(marker));
   EXPECT_TRUE(WaitUntil([&] { return RunDirs() == 0; }, 5000));
-  json r = s.Exec("print(1)", {{"session", "a"}});
+  // The name starts afresh: the NameError this gives comes with its cause.
+  json r = s.Exec("print(x)", {{"session", "a"}});
   EXPECT_EQ(r["session_new"], true) << r.dump();
+  EXPECT_NE(r["stderr"].get<std::string>().find("NameError"), std::string::npos) << r.dump();
+  EXPECT_EQ(r["session_restarted"], "no call for 1 s (MCP_EXEC_PY_SESSION_IDLE_S)") << r.dump();
+  r = s.Exec("print(1)", {{"session", "a"}});
+  EXPECT_FALSE(r.contains("session_restarted")) << "said once: " << r.dump();
 }
 
 TEST_F(SessionEndTest, LongestLifeEndsIt) {

@@ -461,6 +461,7 @@ TEST(ExecSchemaTest, EveryResultFieldIsInTheOutputSchemaAndNoOther) {
   r.session = "s";
   r.session_new = true;
   r.session_ended = "its interpreter was killed";
+  r.session_restarted = "no call for 600 s (MCP_EXEC_PY_SESSION_IDLE_S)";
   r.stdout_lost = r.stderr_lost = true;
   r.stdout_tail = "t";
   r.stderr_tail = "u";

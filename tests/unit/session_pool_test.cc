@@ -322,6 +322,36 @@ TEST_F(SessionPoolTest, AnIdleSessionEndsAndItsHandleSaysWhy) {
   EXPECT_TRUE(Has(error, "no call for 1 s (MCP_EXEC_PY_SESSION_IDLE_S)")) << error;
 }
 
+// A 2025 client's name starts afresh after its session ended: the call that
+// starts it again says why (its NameError has a cause), once.
+TEST_F(SessionPoolTest, ANamedSessionStartedAgainSaysWhyTheOneBeforeEnded) {
+  config_.py_session_idle_s = 1;
+  Start();
+  Cell({1, false, "nb", "a"});
+  ASSERT_TRUE(WaitLive(0)) << "the sweeper ends an idle session";
+  auto t = Take({1, false, "nb", "a"});
+  ASSERT_TRUE(t);
+  SessionPool::CellOutcome again = Run(*t);
+  EXPECT_TRUE(again.is_new);
+  EXPECT_EQ(again.restarted, "no call for 1 s (MCP_EXEC_PY_SESSION_IDLE_S)");
+  t = Take({1, false, "nb", "a"});
+  ASSERT_TRUE(t);
+  EXPECT_EQ(Run(*t).restarted, "") << "said once";
+  // end: true, then the name again; reset is asked for, and says nothing.
+  t = Take({1, false, "nb", "a"});
+  Run(*t, /*reset=*/false, /*end=*/true);
+  t = Take({1, false, "nb", "a"});
+  EXPECT_EQ(Run(*t).restarted, "the call asked for it (end: true)");
+  t = Take({1, false, "nb", "a"});
+  SessionPool::CellOutcome reset = Run(*t, /*reset=*/true);
+  EXPECT_TRUE(reset.is_new);
+  EXPECT_EQ(reset.restarted, "");
+  // A name on another connection is another session: nothing to say.
+  bool is_new = false;
+  Cell({2, false, "nb", "b"}, &is_new);
+  EXPECT_TRUE(is_new);
+}
+
 TEST_F(SessionPoolTest, AnInterpreterLostInACellEndsItsSessionSayingSo) {
   Start();
   std::string handle;
