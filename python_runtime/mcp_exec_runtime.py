@@ -452,6 +452,7 @@ _results_fd = -1
 _limits = {}
 _counts = {"images": 0, "images_omitted": 0}
 _displayed = set()  # ids of figures already sent (display() or show())
+_saved_to_out = set()  # ids of figures the code saved under out/ (sent as that file)
 
 
 def _send(kind, meta, payload=b""):
@@ -640,9 +641,30 @@ def _send_last_value(value):
 
 
 def _send_figures_left_open():
+    # A figure the code saved under out/ comes back as that file: not a
+    # second time as an image (plt.show() and display() still show it).
     for fig in _open_figures():
-        if id(fig) not in _displayed:
+        if id(fig) not in _displayed and id(fig) not in _saved_to_out:
             _show_figure(fig)
+
+
+def _noting_saves_to_out(savefig, workdir):
+    """Figure.savefig, remembering a figure saved to a path under the run's
+    out/."""
+    out = os.path.join(os.path.realpath(workdir), "out") + os.sep
+
+    def savefig_noted(fig, fname, *args, **kwargs):
+        result = savefig(fig, fname, *args, **kwargs)
+        try:
+            if isinstance(fname, (str, bytes, os.PathLike)):
+                if os.path.realpath(os.fsdecode(fname)).startswith(out):
+                    _saved_to_out.add(id(fig))
+        except (OSError, ValueError):
+            pass
+        return result
+    savefig_noted.__doc__ = savefig.__doc__
+    savefig_noted._mcp_exec_original = savefig
+    return savefig_noted
 
 
 def _escape_name(name):
@@ -1364,6 +1386,9 @@ def _prepare_process(workdir, results_fd, limits):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
         plt.show = _show
+    figure = sys.modules.get("matplotlib.figure")
+    if figure is not None and not hasattr(figure.Figure.savefig, "_mcp_exec_original"):
+        figure.Figure.savefig = _noting_saves_to_out(figure.Figure.savefig, workdir)
     # `python3 main.py` puts the script's folder first on sys.path: modules
     # the snippet writes into its working directory are importable.
     sys.path.insert(0, workdir)
@@ -1445,6 +1470,7 @@ def session_cell(code, workdir, results_fd, limits, files, cell):
     sys.modules["__main__"] = main
     _counts["images"] = _counts["images_omitted"] = 0
     _displayed.clear()
+    _saved_to_out.clear()
     filename = "cell%d.py" % cell
     _register_source(filename, code)
     before = _out_snapshot(workdir)

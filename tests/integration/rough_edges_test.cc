@@ -147,6 +147,38 @@ TEST(RoughEdgesTest, OutFilesComeInNaturalOrderAndLinksAreListed) {
       << r.dump();
 }
 
+// A figure saved under out/ and left open came back twice, as an image and
+// as the file: now once, as the file; one left open unsaved is an image, and
+// plt.show() still shows what it is asked to. In a run and in a session cell.
+TEST(RoughEdgesTest, AFigureSavedToOutComesBackOnceAsThatFile) {
+  ServerProcess s;
+  s.Initialize();
+  const std::string code =
+      "import matplotlib.pyplot as plt\n"
+      "plt.plot([1, 2])\nplt.savefig('out/saved.png')\n"
+      "plt.figure()\nplt.plot([2, 1])\n";
+  for (const json& more : {json::object(), json{{"session", "figures"}}}) {
+    json args = more;
+    args["code"] = code;
+    json r = s.Call(args);
+    ASSERT_FALSE(r.value("isError", true)) << r.dump().substr(0, 2000);
+    const json& out = r["structuredContent"];
+    EXPECT_EQ(out["files"], json::array({"out/saved.png"})) << more.dump();
+    EXPECT_EQ(out.value("images", 0), 1) << "the unsaved figure only: " << more.dump();
+    int images = 0, resources = 0;
+    for (const json& item : r["content"]) {
+      images += item["type"] == "image";
+      resources += item["type"] == "resource";
+    }
+    EXPECT_EQ(images, 1) << more.dump();
+    EXPECT_EQ(resources, 1) << more.dump();
+  }
+  json shown = s.Exec(
+      "import matplotlib.pyplot as plt\nplt.plot([1])\nplt.savefig('out/y.png')\nplt.show()");
+  EXPECT_EQ(shown.value("images", 0), 1) << shown.dump().substr(0, 2000);
+  EXPECT_EQ(shown["files"], json::array({"out/y.png"}));
+}
+
 TEST(RoughEdgesTest, ACrashShowsTheCodesFramesNotTheRuntimes) {
   ServerProcess s;
   s.Initialize();
