@@ -741,7 +741,8 @@ std::string Suggestion(const std::string& name) {
 // (a typo is otherwise silently ignored): with the nearest setting's name,
 // by edit distance (at most 4 edits) or by one name starting the other.
 void WarnAboutUnknownVariables(const std::map<std::string, std::string>& env, Config* c) {
-  for (const auto& [name, value] : env) {
+  for (const auto& entry : env) {
+    const std::string& name = entry.first;  // a lambda below uses it (clang 14: no bindings)
     if (name.rfind("MCP_EXEC_", 0) != 0) continue;
     // What Docker links and Kubernetes service links set for a container or
     // Service named mcp-exec: not the operator's typos.
