@@ -529,7 +529,15 @@ void McpSession::HandleTaskRequest(const json& id, const std::string& method, co
   if (store && method == "tasks/get") {
     found = store->Get(tid);
   } else if (store && method == "tasks/cancel") {
-    if (store->Cancel(tid)) found = json::object();
+    const TaskStore::Cancelled c = store->Cancel(tid);
+    if (c.outcome == TaskStore::CancelOutcome::kEnded) {
+      json error = jsonrpc::Error(id, jsonrpc::kInvalidParams,
+                                  "Cannot cancel task: it already ended (status " + c.status +
+                                      "); tasks/get gives its result");
+      error["error"]["data"] = {{"taskId", task_id}, {"status", c.status}};
+      return send_(error);
+    }
+    if (c.outcome != TaskStore::CancelOutcome::kNoSuchTask) found = json::object();
   } else if (store && store->Known(tid)) {
     found = json::object();  // tasks/update: this server never asks for input
   }

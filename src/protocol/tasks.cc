@@ -142,14 +142,19 @@ std::optional<json> TaskStore::Get(const std::string& id) {
   return DescribeLocked(it->first, it->second, now);
 }
 
-bool TaskStore::Cancel(const std::string& id) {
+TaskStore::Cancelled TaskStore::Cancel(const std::string& id, std::chrono::milliseconds wait) {
+  Cancelled out;
   std::shared_ptr<CancelToken> token;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ExpireLocked(Clock::now());
     auto it = tasks_.find(id);
-    if (it == tasks_.end()) return false;
-    if (it->second.ended) return true;  // nothing left to end
+    if (it == tasks_.end()) return out;
+    out.status = it->second.status;
+    if (it->second.ended) {
+      out.outcome = CancelOutcome::kEnded;  // nothing left to end
+      return out;
+    }
     it->second.cancel_asked = true;
     it->second.message = "cancelling: the run is being ended";
     it->second.updated_wall = std::chrono::system_clock::now();
@@ -157,7 +162,18 @@ bool TaskStore::Cancel(const std::string& id) {
   }
   log::Info("task_cancel", {});
   token->Cancel(CancelReason::kClient);
-  return true;
+  // The run ends within a moment of its kill (Finish wakes this): the
+  // answer then comes with the status changed.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, wait, [&] {
+    auto it = tasks_.find(id);
+    return it == tasks_.end() || it->second.ended;
+  });
+  auto it = tasks_.find(id);
+  const bool ended = it != tasks_.end() && it->second.ended;
+  out.outcome = ended ? CancelOutcome::kCancelled : CancelOutcome::kStillEnding;
+  out.status = it != tasks_.end() ? it->second.status : "cancelled";
+  return out;
 }
 
 bool TaskStore::Known(const std::string& id) {

@@ -85,9 +85,17 @@ class TaskStore {
   // tasks/get: the task as the extension's DetailedTask (without
   // resultType); nullopt when no task has that id (never had, or expired).
   std::optional<nlohmann::json> Get(const std::string& id);
-  // tasks/cancel: ends the task's run if it is still working; false when no
-  // task has that id.
-  bool Cancel(const std::string& id);
+  // tasks/cancel: ends the task's run if it is still working, and waits (at
+  // most `wait`) for its end, so that the answer comes once the status is
+  // "cancelled" and the output so far is its result. A task that had
+  // already ended is not cancelled: kEnded, with its status.
+  enum class CancelOutcome { kNoSuchTask, kCancelled, kStillEnding, kEnded };
+  struct Cancelled {
+    CancelOutcome outcome = CancelOutcome::kNoSuchTask;
+    std::string status;  // the task's status when the answer goes
+  };
+  Cancelled Cancel(const std::string& id,
+                   std::chrono::milliseconds wait = std::chrono::milliseconds(5000));
   bool Known(const std::string& id);
 
   // Every working task's run is ended (its result says "shutdown") and

@@ -148,8 +148,13 @@ describe('tasks', { timeout: TIMEOUT_MS }, () => {
         await new Promise((r) => setTimeout(r, 1_500));
         const ack = await client.call('tasks/cancel', { taskId: created.taskId });
         assert.equal(ack.resultType, 'complete', brief(ack));
-        const task = await client.pollTask(created.taskId, { timeoutMs: 30_000 });
+        // Answered once the run had ended: the status has changed already.
+        const task = await client.call('tasks/get', { taskId: created.taskId });
         assert.equal(task.status, 'cancelled', brief(task));
+        // A task that ended is not cancelled again, and the error says so.
+        const again = await client.request('tasks/cancel', { taskId: created.taskId });
+        assert.equal(again.error?.code, -32602, brief(again));
+        assert.match(again.error.message, /already ended \(status cancelled\)/);
         const sc = task.result.structuredContent;
         assert.equal(sc.reason, 'cancelled', brief(task.result));
         assert.match(sc.stdout, /^tick 0\ntick 1\n/, 'the output so far is kept');

@@ -59,16 +59,36 @@ TEST(TaskStoreTest, CancelEndsTheRunAndKeepsItsOutput) {
   auto token = std::make_shared<CancelToken>();
   std::string id;
   ASSERT_TRUE(store.Create(token, &id));
-  EXPECT_TRUE(store.Cancel(id));
-  EXPECT_TRUE(token->cancelled());
+  // The run ends a moment after its kill (here: once the token is cancelled):
+  // the cancel's answer waits for that, so the status has changed by then.
+  std::thread run([&] {
+    while (!token->cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    store.Finish(id, {{"content", json::array({{{"type", "text"}, {"text", "so far"}}})}});
+  });
+  const TaskStore::Cancelled c = store.Cancel(id, std::chrono::seconds(30));
+  run.join();
+  EXPECT_EQ(c.outcome, TaskStore::CancelOutcome::kCancelled);
+  EXPECT_EQ(c.status, "cancelled");
   EXPECT_EQ(token->reason(), CancelReason::kClient);
-  EXPECT_EQ((*store.Get(id))["status"], "working");  // until the run has ended
-  store.Finish(id, {{"content", json::array({{{"type", "text"}, {"text", "so far"}}})}});
   auto t = store.Get(id);
   EXPECT_EQ((*t)["status"], "cancelled");
   EXPECT_EQ((*t)["result"]["content"][0]["text"], "so far");
-  EXPECT_TRUE(store.Cancel(id));  // an ended task: acknowledged, nothing to end
-  EXPECT_FALSE(store.Cancel("no-such-task"));
+  // An ended task is not cancelled again: it says so, with its status.
+  const TaskStore::Cancelled again = store.Cancel(id);
+  EXPECT_EQ(again.outcome, TaskStore::CancelOutcome::kEnded);
+  EXPECT_EQ(again.status, "cancelled");
+  EXPECT_EQ(store.Cancel("no-such-task").outcome, TaskStore::CancelOutcome::kNoSuchTask);
+  // A run slower to end than the wait: the answer says it is still ending,
+  // and the status stays working until it has.
+  auto slow = std::make_shared<CancelToken>();
+  std::string slow_id;
+  ASSERT_TRUE(store.Create(slow, &slow_id));
+  EXPECT_EQ(store.Cancel(slow_id, std::chrono::milliseconds(0)).outcome,
+            TaskStore::CancelOutcome::kStillEnding);
+  EXPECT_EQ((*store.Get(slow_id))["status"], "working");
+  store.Finish(slow_id, json::object());
+  EXPECT_EQ((*store.Get(slow_id))["status"], "cancelled");
   EXPECT_FALSE(store.Get("no-such-task"));
   EXPECT_FALSE(store.Known("no-such-task"));
 }
@@ -233,17 +253,20 @@ TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
   EXPECT_EQ(out.WaitFor(2)["error"]["code"], stateless::kMissingRequiredClientCapability);
   other.Handle(Request(3, "tasks/cancel", {{"taskId", id}}, true));
   EXPECT_EQ(out.WaitFor(3)["result"]["resultType"], "complete");
-  json task;
-  for (int i = 0; i < 500; ++i) {
-    other.Handle(Request(100 + i, "tasks/get", {{"taskId", id}}, true));
-    task = out.WaitFor(100 + i)["result"];
-    if (task["status"] != "working") break;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  // The cancel was answered once the run had ended: the status changed.
+  other.Handle(Request(100, "tasks/get", {{"taskId", id}}, true));
+  json task = out.WaitFor(100)["result"];
   EXPECT_EQ(task["status"], "cancelled") << task.dump();
   EXPECT_EQ(task["resultType"], "complete");
   EXPECT_EQ(task["result"]["reason"], "cancelled");
   EXPECT_EQ(task["result"]["resultType"], "complete") << "the call's own result, as given";
+  // Cancelling it again: it already ended, and the error says so.
+  other.Handle(Request(4, "tasks/cancel", {{"taskId", id}}, true));
+  const json again = out.WaitFor(4);
+  EXPECT_EQ(again["error"]["code"], -32602) << again.dump();
+  EXPECT_NE(again["error"]["message"].get<std::string>().find("already ended (status cancelled)"),
+            std::string::npos)
+      << again.dump();
 }
 
 TEST(SessionTaskTest, WithoutTheExtensionOrWhenQuickTheCallIsAnsweredInPlace) {
