@@ -2,12 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +24,49 @@ std::string MakePrivateDir(const std::string& root, const std::string& prefix) {
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) return "";
   return std::string(buf.data());
+}
+
+bool HoldDir(const std::string& dir, UniqueFd* hold) {
+  UniqueFd fd(open((dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid() || flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  *hold = std::move(fd);
+  return true;
+}
+
+std::vector<std::string> SweepUnheldDirs(const std::string& root,
+                                         const std::vector<std::string>& prefixes,
+                                         std::chrono::seconds min_age) {
+  std::vector<std::string> removed;
+  DIR* d = opendir(root.c_str());
+  if (!d) return removed;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    for (const std::string& prefix : prefixes) {
+      if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) {
+        continue;
+      }
+      bool mkdtemp_like = true;
+      for (size_t i = prefix.size(); i < name.size(); ++i) {
+        mkdtemp_like = mkdtemp_like && isalnum(static_cast<unsigned char>(name[i]));
+      }
+      if (mkdtemp_like) names.push_back(name);
+    }
+  }
+  closedir(d);
+  const time_t now = time(nullptr);
+  for (const std::string& name : names) {
+    const std::string dir = root + "/" + name;
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        now - st.st_mtime < min_age.count()) {
+      continue;
+    }
+    UniqueFd lock(open((dir + "/.lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!lock.valid() || flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;  // none, or held
+    if (RemoveTree(dir)) removed.push_back(dir);
+  }
+  return removed;
 }
 
 bool EnsureDir(const std::string& path, unsigned mode) {

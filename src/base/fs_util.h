@@ -2,8 +2,12 @@
 // private directories made and removed without following symlinks.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
 
 namespace mcpexec {
 
@@ -24,5 +28,20 @@ bool RemoveTree(const std::string& path);
 
 // Creates the directory (mode 0711) if it is missing.
 bool EnsureDir(const std::string& path, unsigned mode);
+
+// Marks dir as this process's while it lives: creates dir/.lock (0600) and
+// takes an exclusive flock on it, kept by *hold (the lock goes with the
+// process, SIGKILL included). False with errno on failure.
+bool HoldDir(const std::string& dir, UniqueFd* hold);
+
+// What servers killed without a chance to clean up (SIGKILL, OOM) left in
+// root: every folder named prefix + 6 letters or digits (mkdtemp's) that
+// has a .lock nobody holds and was last changed min_age or longer ago is
+// removed. A folder without .lock (a server that does not take one) is
+// never touched; the age leaves a folder being made alone. Returns the
+// folders removed.
+std::vector<std::string> SweepUnheldDirs(const std::string& root,
+                                         const std::vector<std::string>& prefixes,
+                                         std::chrono::seconds min_age);
 
 }  // namespace mcpexec

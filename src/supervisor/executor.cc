@@ -94,9 +94,24 @@ bool Executor::Init(bool shared_dev_shm, std::string* error) {
              " is not a usable directory: " + strerror(errno);
     return false;
   }
+  // What servers killed without a chance to clean up (SIGKILL, the OOM
+  // killer) left here: their folders' locks are free. Each live server
+  // holds its own.
+  const std::vector<std::string> swept = SweepUnheldDirs(
+      config_.workdir_root, {"mcp-exec-", "mcp-exec-resources-"}, std::chrono::seconds(10));
+  if (!swept.empty()) {
+    log::Info("swept", {{"folders", swept.size()},
+                        {"why",
+                         "left by servers that ended without cleaning up (no live "
+                         "server held them)"}});
+  }
   base_dir_ = MakePrivateDir(config_.workdir_root, "mcp-exec-");
   if (base_dir_.empty()) {
     *error = "mkdtemp(" + config_.workdir_root + "/mcp-exec-XXXXXX): " + strerror(errno);
+    return false;
+  }
+  if (!HoldDir(base_dir_, &base_hold_)) {
+    *error = "the runs' folder's lock " + base_dir_ + "/.lock: " + strerror(errno);
     return false;
   }
   chmod(base_dir_.c_str(), 0711);  // runners may run as another uid: they traverse, never list

@@ -156,6 +156,7 @@ class Executor {
   Scheduler& scheduler_;
   Metrics* metrics_;
   std::string base_dir_;
+  UniqueFd base_hold_;  // base_dir_/.lock, held while the server lives
   std::unique_ptr<ResourceStore> resources_;
   bool shared_dev_shm_ = false;
   // Start times of the runs that are executing, for the /dev/shm purge.

@@ -44,7 +44,12 @@ std::unique_ptr<ResourceStore> ResourceStore::Create(const std::string& root, in
     *error = "mkdtemp(" + root + "/mcp-exec-resources-XXXXXX): " + strerror(errno);
     return nullptr;
   }
-  return std::unique_ptr<ResourceStore>(new ResourceStore(dir, max_bytes, ttl, keep_free));
+  std::unique_ptr<ResourceStore> store(new ResourceStore(dir, max_bytes, ttl, keep_free));
+  if (!HoldDir(dir, &store->hold_)) {
+    *error = "the resource store's lock " + dir + "/.lock: " + strerror(errno);
+    return nullptr;
+  }
+  return store;
 }
 
 ResourceStore::~ResourceStore() {

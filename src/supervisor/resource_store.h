@@ -106,6 +106,7 @@ class ResourceStore {
   std::string PathOf(const std::string& id) const { return dir_ + "/" + id; }
 
   const std::string dir_;
+  UniqueFd hold_;  // dir_/.lock, held while the store lives (SweepUnheldDirs)
   const int64_t max_bytes_;
   const std::chrono::seconds ttl_;
   const int64_t keep_free_;

@@ -1,14 +1,19 @@
 // Start-up, shutdown, zygote restarts, logs and leaks of the real binary.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "server_process.h"
@@ -165,6 +170,69 @@ TEST(LifecycleTest, DeadZygoteIsRestartedAndItsRunGetsAToolError) {
   EXPECT_EQ(s.Exec("print('after restart')")["stdout"], "after restart\n");
   EXPECT_NE(s.ZygotePid(), zygote);
   EXPECT_TRUE(s.StderrHas("zygote_restarted")) << s.Stderr();
+}
+
+// The folders under a workdir root whose names start mcp-exec- (the cache
+// aside), sorted.
+std::set<std::string> ServerFolders(const std::string& root) {
+  std::set<std::string> names;
+  if (DIR* d = opendir(root.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind("mcp-exec-", 0) == 0 && n.rfind("mcp-exec-cache-", 0) != 0) names.insert(n);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+// A server killed without a chance to clean up (SIGKILL, the OOM killer)
+// leaves its folders and its resource store; the next server started on
+// that root removes them, and never a live server's.
+TEST(LifecycleTest, AKilledServersFoldersAreSweptByTheNextNeverALiveOnes) {
+  char tmpl[] = "/tmp/mcp-exec-sweep-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  ASSERT_EQ(chmod(root.c_str(), 0755), 0);
+  const Env env{{"MCP_EXEC_WORKDIR_ROOT", root}};
+  ServerProcess live(env);
+  live.Initialize();
+  const std::set<std::string> lives = ServerFolders(root);
+  ASSERT_FALSE(lives.empty());
+  std::set<std::string> killed_left;
+  {
+    ServerProcess killed(env);
+    killed.Initialize();
+    killed.Exec("print(1)");
+    for (const std::string& n : ServerFolders(root)) {
+      if (!lives.count(n)) killed_left.insert(n);
+    }
+    ASSERT_EQ(killed_left.size(), 2u) << "its runs' folder and its resource store";
+    ASSERT_EQ(kill(killed.pid(), SIGKILL), 0);
+    EXPECT_NE(killed.Wait(15000), -1);
+  }
+  for (const std::string& n : ServerFolders(root)) {
+    ASSERT_TRUE(lives.count(n) || killed_left.count(n)) << n;
+  }
+  // Past the sweep's age for everyone: only the lock tells the dead apart.
+  const timespec past[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+  for (const std::string& n : ServerFolders(root)) {
+    ASSERT_EQ(utimensat(AT_FDCWD, (root + "/" + n).c_str(), past, AT_SYMLINK_NOFOLLOW), 0) << n;
+  }
+  ServerProcess next(env);
+  next.Initialize();
+  EXPECT_TRUE(next.StderrHas("\"event\":\"swept\",\"folders\":2")) << next.Stderr();
+  const std::set<std::string> now = ServerFolders(root);
+  for (const std::string& n : killed_left) EXPECT_FALSE(now.count(n)) << n << " is left";
+  for (const std::string& n : lives) EXPECT_TRUE(now.count(n)) << n << " of a live server";
+  EXPECT_EQ(live.Exec("print(2)")["stdout"], "2\n") << "the live server still runs";
+  EXPECT_EQ(next.Exec("print(3)")["stdout"], "3\n");
+  live.CloseStdin();
+  next.CloseStdin();
+  EXPECT_EQ(live.Wait(15000), 0);
+  EXPECT_EQ(next.Wait(15000), 0);
+  EXPECT_TRUE(ServerFolders(root).empty()) << "each removed its own";
+  std::filesystem::remove_all(root);
 }
 
 TEST(LifecycleTest, LogsHoldMetadataOnlyNeverCodeStdinOrOutput) {

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <ctime>
 #include <fstream>
+#include <vector>
 
 #include "base/unique_fd.h"
 
@@ -59,6 +62,51 @@ TEST(FsUtilTest, RemovesATreeDeeperThanAnyRecursionBound) {
   dir.Reset();
   EXPECT_TRUE(RemoveTree(root));
   EXPECT_FALSE(Exists(root));
+}
+
+// Folders of servers that were killed are swept; a held one, one without a
+// lock, a young one, a symlink and names of another shape never are.
+TEST(FsUtilTest, SweepRemovesOnlyOldUnheldFoldersOfTheRightShape) {
+  std::string root = MakePrivateDir("/tmp", "fsutil-sweep-test-");
+  ASSERT_FALSE(root.empty());
+  auto dir = [&](const std::string& name, bool lock, bool old) {
+    const std::string d = root + "/" + name;
+    EXPECT_EQ(mkdir(d.c_str(), 0700), 0) << d;
+    std::ofstream(d + "/file") << "x";
+    if (lock) std::ofstream(d + "/.lock");
+    if (old) {
+      const timespec past[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+      EXPECT_EQ(utimensat(AT_FDCWD, d.c_str(), past, AT_SYMLINK_NOFOLLOW), 0);
+    }
+    return d;
+  };
+  const std::string dead = dir("mcp-exec-AbC123", true, true);
+  const std::string dead_store = dir("mcp-exec-resources-x1Y2z3", true, true);
+  const std::string held = dir("mcp-exec-HELD00", true, true);
+  UniqueFd hold;
+  ASSERT_TRUE(HoldDir(held, &hold));
+  const timespec past[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, held.c_str(), past, AT_SYMLINK_NOFOLLOW), 0);
+  const std::string unlocked = dir("mcp-exec-NoLock", false, true);
+  const std::string young = dir("mcp-exec-Young1", true, false);
+  const std::string cache = dir("mcp-exec-cache-0", true, true);
+  const std::string longer = dir("mcp-exec-test-AbC123", true, true);
+  ASSERT_EQ(symlink(dead_store.c_str(), (root + "/mcp-exec-Link00").c_str()), 0);
+
+  std::vector<std::string> removed =
+      SweepUnheldDirs(root, {"mcp-exec-", "mcp-exec-resources-"}, std::chrono::seconds(10));
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{dead, dead_store}));
+  EXPECT_FALSE(Exists(dead));
+  EXPECT_FALSE(Exists(dead_store));
+  for (const std::string& kept : {held, unlocked, young, cache, longer}) {
+    EXPECT_TRUE(Exists(kept + "/file")) << kept;
+  }
+  EXPECT_TRUE(Exists(root + "/mcp-exec-Link00"));
+  hold.Reset();  // the holder is gone: now it goes too
+  EXPECT_EQ(SweepUnheldDirs(root, {"mcp-exec-"}, std::chrono::seconds(0)).size(), 2u)
+      << "the held folder and the young one";
+  EXPECT_TRUE(RemoveTree(root));
 }
 
 TEST(FsUtilTest, MissingTreeIsAlreadyRemoved) {
