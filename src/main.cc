@@ -75,21 +75,26 @@ void LogStart(const Config& config, const RuntimeReport& runtime) {
   // One short line (terminals that relay stderr, the Inspector's, show it
   // whole): which layers hold and which do not, by name. Each layer's detail
   // and fix, and the mounts, are doctor's, and the debug level's.
-  nlohmann::json active = nlohmann::json::array(), inactive = nlohmann::json::array();
-  const nlohmann::json layers = runtime.sandbox.value("layers", nlohmann::json::array());
-  for (const nlohmann::json& layer : layers) {
-    if (!layer.is_object()) continue;
-    (layer.value("active", false) ? active : inactive).push_back(layer.value("name", ""));
+  std::vector<std::string> active, inactive;
+  size_t mounts = 0;
+  try {
+    for (const auto& layer : runtime.sandbox.value("layers", nlohmann::json::array())) {
+      (layer.value("active", false) ? active : inactive).push_back(layer.value("name", ""));
+    }
+    mounts = runtime.sandbox.value("mounts", nlohmann::json::array()).size();
+  } catch (const nlohmann::json::exception& e) {
+    log::Warn("sandbox_report", {{"why", std::string("the zygote's report: ") + e.what()}});
   }
-  const nlohmann::json mounts = runtime.sandbox.value("mounts", nlohmann::json::array());
   log::Write(refusal.empty() ? log::Level::kInfo : log::Level::kError, "sandbox",
              {{"namespaces", runtime.sandbox.value("namespaces", "")},
               {"active", active},
               {"inactive", inactive},
-              {"mounts", mounts.size()},
+              {"mounts", mounts},
               {"refusal", refusal},
               {"details", "mcp-exec doctor"}});
-  log::Debug("sandbox_layers", {{"layers", layers}, {"mounts", mounts}});
+  log::Debug("sandbox_layers",
+             {{"layers", runtime.sandbox.value("layers", nlohmann::json::array())},
+              {"mounts", runtime.sandbox.value("mounts", nlohmann::json::array())}});
   WarnAboutConfig(config, runtime);
   log::Info("start",
             {{"version", MCP_EXEC_VERSION},

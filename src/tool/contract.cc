@@ -138,6 +138,32 @@ json StreamExtrasSchema() {
          "as a resource: why (the resource store's bound or its filesystem's free space)"}}},
       {"stderr_not_kept", {{"type", "string"}, {"description", "the same for stderr"}}}};
 }
+
+// The session fields of a result (a call with `session`).
+json SessionSchema() {
+  return {{"session",
+           {{"type", "string"},
+            {"description",
+             "the session this call ran in: its handle (pass it back as session to keep using "
+             "it), or the name a 2025 client gave"}}},
+          {"session_new",
+           {{"type", "boolean"},
+            {"description",
+             "true when this call started the session's interpreter: any state an earlier call "
+             "left is gone"}}},
+          {"session_ended",
+           {{"type", "string"},
+            {"description",
+             "present when the session's interpreter is gone after this call, with why; the next "
+             "call with this name starts a new one"}}},
+          {"session_restarted",
+           {{"type", "string"},
+            {"description",
+             "present when a session a 2025 client named was started afresh by this call because "
+             "the one before ended: why it ended. Names the earlier calls defined are gone (a "
+             "NameError here is why)"}}}};
+}
+
 }  // namespace
 
 json ExecOutputSchema() {
@@ -172,32 +198,11 @@ json ExecOutputSchema() {
         {"queue_ms",
          {{"type", "integer"},
           {"description", "time spent waiting for a slot (and for the session's earlier calls)"}}},
-        {"session",
-         {{"type", "string"},
-          {"description",
-           "the session this call ran in: its handle (pass it back as session to keep using "
-           "it), or the name a 2025 client gave"}}},
-        {"session_new",
-         {{"type", "boolean"},
-          {"description",
-           "true when this call started the session's interpreter: any state an earlier call "
-           "left is gone"}}},
         {"tool_calls",
          {{"type", "integer"},
           {"description",
            "code mode (a server with upstreams): how many nested calls this run made to "
            "mcp_tools, refused ones included, at most MCP_EXEC_MAX_TOOL_CALLS"}}},
-        {"session_ended",
-         {{"type", "string"},
-          {"description",
-           "present when the session's interpreter is gone after this call, with why; the next "
-           "call with this name starts a new one"}}},
-        {"session_restarted",
-         {{"type", "string"},
-          {"description",
-           "present when a session a 2025 client named was started afresh by this call because "
-           "the one before ended: why it ended. Names the earlier calls defined are gone (a "
-           "NameError here is why)"}}},
         {"result",
          {{"type", "string"},
           {"description",
@@ -227,8 +232,10 @@ json ExecOutputSchema() {
          {{"type", "integer"}, {"description", "how many out/ files were not returned"}}}}},
       {"required", {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}},
   };
-  const json streams = StreamExtrasSchema();  // kept alive: items() refers to it
-  for (const auto& [key, value] : streams.items()) schema["properties"][key] = value;
+  // Kept alive: items() refers to them.
+  for (const json& more : {StreamExtrasSchema(), SessionSchema()}) {
+    for (const auto& [key, value] : more.items()) schema["properties"][key] = value;
+  }
   return schema;
 }
 
@@ -577,6 +584,34 @@ std::optional<std::string> ValidateSession(const json& a, ExecRequest* req) {
   return std::nullopt;
 }
 
+constexpr const char* kAccepted = "code, timeout_s, stdin, files, session, reset, end";
+
+// The arguments exec does not take, in the object's order.
+std::vector<std::string> UnknownArguments(const json& a) {
+  std::vector<std::string> names;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
+        it.key() != "files" && it.key() != "session" && it.key() != "reset" && it.key() != "end") {
+      names.push_back(it.key());
+    }
+  }
+  return names;
+}
+
+// A call without code: the contract's message; beside unknown arguments
+// ({"script": ...}) it goes on to name them (the contract lets a missing
+// code say so in its own words).
+std::string MissingCode(const json& a) {
+  const std::vector<std::string> names = UnknownArguments(a);
+  if (names.empty()) return "code must not be empty";
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > 5) listed += " and " + std::to_string(names.size() - 5) + " more";
+  return "code must not be empty: the required argument code is missing, and " + listed +
+         (names.size() == 1 ? " is not an argument" : " are not arguments") +
+         " of exec (accepted: " + kAccepted + "); pass the Python source as code";
+}
+
 }  // namespace
 
 std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, const Config& c) {
@@ -590,35 +625,12 @@ std::variant<ExecRequest, std::string> ValidateExecArguments(const json& args, c
     return std::string("code must not be empty: it must be a string of Python source, not ") +
            (code_it->is_null() ? "null" : std::string("a ") + code_it->type_name());
   }
-  static const char* const kAccepted = "code, timeout_s, stdin, files, session, reset, end";
-  auto unknown = [&] {
-    std::vector<std::string> names;
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      if (it.key() != "code" && it.key() != "timeout_s" && it.key() != "stdin" &&
-          it.key() != "files" && it.key() != "session" && it.key() != "reset" &&
-          it.key() != "end") {
-        names.push_back(it.key());
-      }
-    }
-    return names;
-  };
-  if (code_it == a.end()) {
-    // {"script": ...}: the contract's message, then the mistake in its own
-    // words (the contract allows a missing code to say so).
-    const std::vector<std::string> names = unknown();
-    if (names.empty()) return std::string("code must not be empty");
-    std::string listed;
-    for (size_t i = 0; i < names.size() && i < 5; ++i) listed += (i ? ", " : "") + names[i];
-    if (names.size() > 5) listed += " and " + std::to_string(names.size() - 5) + " more";
-    return "code must not be empty: the required argument code is missing, and " + listed +
-           (names.size() == 1 ? " is not an argument" : " are not arguments") +
-           " of exec (accepted: " + kAccepted + "); pass the Python source as code";
-  }
+  if (code_it == a.end()) return MissingCode(a);
   if (IsBlank(code_it->get_ref<const std::string&>())) {
     return std::string("code must not be empty");
   }
   // 2. unknown arguments, then types
-  if (const std::vector<std::string> names = unknown(); !names.empty()) {
+  if (const std::vector<std::string> names = UnknownArguments(a); !names.empty()) {
     return "unknown argument: " + names.front() + " (accepted: " + kAccepted + ")";
   }
   std::optional<int64_t> timeout;
