@@ -52,10 +52,20 @@ def owned_by_runs(d, names):
     return mine
 
 
+def fresh_out(d, name):
+    # out/ is made in every run's working directory before the code runs
+    # (/tmp where it is the working directory): fresh when it is that folder
+    # and empty. Anything in it would be residue.
+    p = os.path.join(d, name)
+    return (name == "out" and os.path.realpath(d) == os.path.realpath(os.getcwd())
+            and os.path.isdir(p) and not os.path.islink(p) and not os.listdir(p))
+
+
 # A /tmp or /dev/shm we can write to is private to this run (or purged of the
-# runs' entries before it), so it must start without anything of the runs' uid.
+# runs' entries before it), so it must start without anything of the runs' uid
+# but the run's own empty out/.
 for d in ("/tmp", "/dev/shm"):
-    left_there = owned_by_runs(d, listings.get(d, []))
+    left_there = [n for n in owned_by_runs(d, listings.get(d, [])) if not fresh_out(d, n)]
     if left_there and can_write(d):
         problems.append(f"writable {d} not empty at start: {sorted(left_there)[:10]}")
 if problems:
