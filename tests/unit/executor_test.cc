@@ -18,7 +18,7 @@
 #include "base/cancel.h"
 #include "base/config.h"
 #include "base/metrics.h"
-#include "scripted_sandbox.h"
+#include "scripted_executor.h"
 #include "supervisor/scheduler.h"
 
 namespace mcpexec {
@@ -28,29 +28,15 @@ using testing::RunScript;
 using testing::ScriptedSandbox;
 using namespace std::chrono_literals;
 
-class ExecutorTest : public ::testing::Test {
+class ExecutorTest : public testing::ScriptedExecutorTest {
  protected:
+  ExecutorTest() : ScriptedExecutorTest("executor") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/mcp-exec-executor-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    config_.workdir_root = root_;
-    config_.max_output_bytes = 1 << 20;
+    ScriptedExecutorTest::SetUp();
     config_.tail_bytes = 64;
-    config_.resource_store_mb = 0;
     config_.max_concurrent = 2;
   }
-  void TearDown() override {
-    executor_.reset();
-    std::filesystem::remove_all(root_);
-  }
-  Executor& Start() {
-    scheduler_ = std::make_unique<Scheduler>(config_.max_concurrent, config_.max_queue);
-    executor_ = std::make_unique<Executor>(config_, sandbox_, *scheduler_, &metrics_);
-    std::string error;
-    EXPECT_TRUE(executor_->Init(false, &error)) << error;
-    return *executor_;
-  }
+  Executor& Start() { return StartExecutor(); }
   static RunRequest Req(int64_t timeout_s = 10, std::string stdin_data = "") {
     RunRequest r;
     r.code = "print('scripted')";
@@ -89,13 +75,6 @@ class ExecutorTest : public ::testing::Test {
     EXPECT_TRUE(scheduler_->Admit());
     return executor_->RunCell(s, req, cancel, nullptr, grace);
   }
-
-  std::string root_;
-  Config config_;
-  Metrics metrics_;
-  ScriptedSandbox sandbox_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Executor> executor_;
 };
 
 TEST_F(ExecutorTest, BothStreamsAndTheExitCodeComeBack) {

@@ -15,7 +15,7 @@
 #include "base/cancel.h"
 #include "base/config.h"
 #include "base/metrics.h"
-#include "scripted_sandbox.h"
+#include "scripted_executor.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/sessions.h"
 
@@ -31,15 +31,11 @@ bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-class SessionPoolTest : public ::testing::Test {
+class SessionPoolTest : public testing::ScriptedExecutorTest {
  protected:
+  SessionPoolTest() : ScriptedExecutorTest("session-pool") {}
   void SetUp() override {
-    char tmpl[] = "/tmp/mcp-exec-session-pool-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    config_.workdir_root = root_;
-    config_.max_output_bytes = 1 << 20;
-    config_.resource_store_mb = 0;
+    ScriptedExecutorTest::SetUp();
     config_.max_concurrent = 4;
     config_.max_py_sessions = 4;
     config_.py_session_interrupt_ms = 300;
@@ -47,15 +43,10 @@ class SessionPoolTest : public ::testing::Test {
   void TearDown() override {
     if (pool_) pool_->Shutdown();
     pool_.reset();
-    executor_.reset();
-    std::filesystem::remove_all(root_);
+    ScriptedExecutorTest::TearDown();
   }
   SessionPool& Start() {
-    scheduler_ = std::make_unique<Scheduler>(config_.max_concurrent, config_.max_queue);
-    executor_ = std::make_unique<Executor>(config_, sandbox_, *scheduler_, &metrics_);
-    std::string error;
-    EXPECT_TRUE(executor_->Init(false, &error)) << error;
-    pool_ = std::make_unique<SessionPool>(config_, *executor_, &metrics_);
+    pool_ = std::make_unique<SessionPool>(config_, StartExecutor(), &metrics_);
     return *pool_;
   }
   // A place in the session's line, as the exec tool takes it: admitted
@@ -112,12 +103,6 @@ class SessionPoolTest : public ::testing::Test {
     return pool_->live() == n;
   }
 
-  std::string root_;
-  Config config_;
-  Metrics metrics_;
-  ScriptedSandbox sandbox_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Executor> executor_;
   std::unique_ptr<SessionPool> pool_;
 };
 
