@@ -1149,9 +1149,18 @@ class _ToolsFinder:
 _TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x0080  # inspect.CO_COROUTINE, without importing inspect
 _loop = []  # the event loop top-level await runs on (kept: a session's tasks live on)
-_MAGICS = ("!cmd (runs a shell command), %timeit and %time (time a statement), %matplotlib "
-           "inline (figures are always shown)")
+_MAGICS = ("!cmd (runs a shell command, with {expression} and $name filled in), "
+           "name = !cmd (its output lines), %timeit and %time (time a statement), %%time and "
+           "%%timeit on a cell's first line (time the cell), %matplotlib inline (figures are "
+           "always shown)")
 _MAGIC_LINE = re.compile(r"^([ \t]*)(!|%%?)(.*)$")
+# name = !cmd (IPython's capture): a plain name or attribute, then = and !.
+_CAPTURE_LINE = re.compile(r"^([ \t]*)([A-Za-z_][A-Za-z0-9_.]*)[ \t]*=[ \t]*!(.*)$")
+# A cell magic: the cell's first line (blank and comment lines before it aside).
+_CELL_MAGIC = re.compile(r"\A((?:[ \t]*(?:#[^\n]*)?\n)*)[ \t]*%%(time|timeit)\b([^\n]*)(\n|\Z)")
+# What !cmd fills in, as IPython does: $$ is a $ for the shell, $name and
+# ${name} a variable's value, {expression} the expression's.
+_SHELL_FILL = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|\{([^{}\n]+)\}")
 
 
 def _await(value):
@@ -1191,17 +1200,62 @@ def _no_install(what):
         "same Python version that has it." % (what, _installed()))
 
 
-def _shell(command):
-    """!cmd: the command through /bin/sh, its output in the run's, its exit
-    status in _exit_code (as IPython's !)."""
+def _fill(command, namespace):
+    """A !cmd line with Python's values in it, as IPython fills them: $name
+    or ${name} is the variable's value (a name the code does not have is left
+    for the shell), {expression} the expression's (one that fails to
+    evaluate, as in awk '{print $1}', is left as written), $$ a plain $."""
+    if namespace is None:
+        return command
+
+    def fill(m):
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1) or m.group(2)
+        if name is not None:
+            return str(namespace[name]) if name in namespace else m.group(0)
+        try:
+            return str(eval(m.group(3), namespace))
+        except Exception:
+            return m.group(0)
+
+    return _SHELL_FILL.sub(fill, command)
+
+
+class _SList(list):
+    """What name = !cmd gives: the output's lines, as IPython's SList (with
+    .n: the lines joined by newlines, .s: by spaces, .l: the list)."""
+
+    @property
+    def n(self):
+        return "\n".join(self)
+
+    @property
+    def s(self):
+        return " ".join(self)
+
+    @property
+    def l(self):  # noqa: E743 (IPython's name)
+        return list(self)
+
+
+def _shell(command, namespace=None, capture=False):
+    """!cmd: the command through /bin/sh, its output in the run's (or, for
+    name = !cmd, its lines returned), its exit status in _exit_code (as
+    IPython's !)."""
     import subprocess
 
+    command = _fill(command, namespace)
     words = command.split()
     if words[:1] in (["pip"], ["pip3"], ["conda"], ["uv"]) or words[:3] in (
             ["python", "-m", "pip"], ["python3", "-m", "pip"]):
         _no_install("!" + command.strip())
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    if capture:
+        done = subprocess.run(command, shell=True, stdout=subprocess.PIPE)
+        builtins._exit_code = done.returncode
+        return _SList(done.stdout.decode("utf-8", "replace").splitlines())
     status = subprocess.run(command, shell=True).returncode
     builtins._exit_code = status
 
@@ -1300,11 +1354,17 @@ def _translate_magics(code):
     out, changed = [], False
     starts = _statement_lines(code)
     for number, line in enumerate(code.splitlines(keepends=True), 1):
+        captured = _CAPTURE_LINE.match(line.rstrip("\r\n"))
+        if captured and captured.group(3).strip() and number in starts:
+            indent, target, rest = captured.groups()
+            out.append("%s%s = __mcp_exec_shell__(%r, globals(), True)\n" % (indent, target, rest))
+            changed = True
+            continue
         m = _MAGIC_LINE.match(line.rstrip("\r\n"))
         if m and m.group(3).strip() and number in starts:
             indent, sigil, rest = m.groups()
             if sigil == "!":
-                call = "__mcp_exec_shell__(%r)" % rest
+                call = "__mcp_exec_shell__(%r, globals())" % rest
             elif sigil == "%%":
                 name = rest.split(None, 1)[0]
                 call = "__mcp_exec_magic__(%r, '', globals())" % ("%" + name)
@@ -1336,11 +1396,55 @@ def _parse(code, filename):
         raise
 
 
+def _cell_magic(code):
+    """(name, its arguments, the cell without the magic's line) when the cell
+    starts with %%time or %%timeit (as a notebook cell does); the line is
+    left blank, so that tracebacks keep the cell's line numbers. None else."""
+    m = _CELL_MAGIC.match(code)
+    if m is None:
+        return None
+    return m.group(2), m.group(3).strip(), m.group(1) + "\n" + code[m.end():]
+
+
+def _cell_timeit(args, body, main, filename):
+    """%%timeit: the cell's code run as many times as timeit's autorange
+    picks (or -n N), five rounds (or -r R); the mean and spread printed."""
+    import statistics
+    import timeit
+
+    opts = args.split()
+    number = int(opts[opts.index("-n") + 1]) if "-n" in opts[:-1] else 0
+    repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts[:-1] else 5
+    code_obj = compile(_parse(body, filename), filename, "exec", _TOP_LEVEL_AWAIT,
+                       dont_inherit=True)
+    timer = timeit.Timer(lambda: _run_code(code_obj, main.__dict__))
+    if number <= 0:
+        number, _ = timer.autorange()
+    runs = [t / number for t in timer.repeat(repeat=max(repeat, 1), number=number)]
+    spread = statistics.stdev(runs) if len(runs) > 1 else 0.0
+    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d run%s, %d loop%s each)" % (
+        _format_seconds(statistics.mean(runs)), _format_seconds(spread), len(runs),
+        "" if len(runs) == 1 else "s", number, "" if number == 1 else "s"))
+
+
 def _execute(code, main, filename=MAIN_FILENAME):
     """Runs the code; the value of a last expression statement is sent as the
     result (a figure or image shown), as a notebook cell does, and kept in
     _ (a session's next cell can use it). Top-level await works, as in a
-    notebook."""
+    notebook, and so do %%time and %%timeit on the cell's first line."""
+    magic = _cell_magic(code)
+    if magic is not None:
+        name, args, body = magic
+        if name == "timeit":
+            return _cell_timeit(args, body, main, filename)
+        import time
+
+        cpu, wall = time.process_time(), time.perf_counter()
+        try:
+            return _execute(body, main, filename)
+        finally:
+            print("CPU time: %s, wall time: %s" % (_format_seconds(time.process_time() - cpu),
+                                                   _format_seconds(time.perf_counter() - wall)))
     namespace = main.__dict__
     tree = _parse(code, filename)
     last = None

@@ -78,6 +78,36 @@ TEST_F(NotebookTest, TimeitAndTimeTime) {
   EXPECT_EQ(r["result"], "45") << r.dump();
 }
 
+// Issue 37, point 6: !cmd takes Python's values as IPython fills them, and
+// name = !cmd captures the output's lines.
+TEST_F(NotebookTest, ShellLinesTakePythonValuesAndCaptureTheirOutput) {
+  json r = s().Exec(
+      "import os\npath = 'in'\nos.mkdir(path)\nopen('in/a.txt', 'w').write('x')\n"
+      "!ls {path}\nname = 'world'\n!echo hello $name 'cost $$5'\n"
+      "files = !ls {path}\nprint(files, files.n, len(files))\n"
+      "!echo {len(files) + 1} $HOME\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  const std::string out = r["stdout"];
+  EXPECT_EQ(out.rfind("a.txt\nhello world cost $5\n['a.txt'] a.txt 1\n2 /", 0), 0u) << out;
+}
+
+// Issue 37, point 6: %%time and %%timeit on a cell's first line time the
+// whole cell; its line numbers stay the cell's.
+TEST_F(NotebookTest, CellMagicsTimeTheWholeCell) {
+  json r = s().Exec("%%time\nx = sum(range(10))\nx");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_TRUE(Has(r["stdout"], "wall time")) << r.dump();
+  EXPECT_EQ(r["result"], "45") << r.dump();
+  r = s().Exec("%%timeit -n 2 -r 3\ny = [i for i in range(10)]");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_TRUE(Has(r["stdout"], "per loop (mean")) << r.dump();
+  EXPECT_TRUE(Has(r["stdout"], "of 3 runs, 2 loops each")) << r.dump();
+  r = s().Exec("%%time\nraise ValueError('in the cell')", {{"session", "magic"}});
+  EXPECT_EQ(r["exit_code"], 1) << r.dump();
+  EXPECT_TRUE(Has(r["stderr"], "line 2")) << r.dump();
+  EXPECT_TRUE(Has(r["stdout"], "wall time")) << "timed even when it raised: " << r.dump();
+}
+
 TEST_F(NotebookTest, InstallingSaysWhyNotAndWhatIsThere) {
   for (const char* code : {"%pip install seaborn", "!pip install seaborn"}) {
     json r = s().Exec(code);
