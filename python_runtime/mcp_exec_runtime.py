@@ -1057,6 +1057,88 @@ def _py_name(name):
     return out
 
 
+# JSON Schema's types, as Python has them (a bool is no number here).
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+               "array": (list, tuple), "object": (dict,), "null": (type(None),)}
+
+
+def _schema_types(prop):
+    """The JSON types a property's schema names ([] when it names none)."""
+    t = prop.get("type") if isinstance(prop, dict) else None
+    if isinstance(t, str):
+        return [t]
+    return [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
+
+
+def _fits(value, types):
+    for t in types:
+        if t not in _JSON_TYPES:
+            return True  # a type this check does not know: the server's to judge
+        if isinstance(value, bool) and t in ("integer", "number"):
+            continue
+        if t == "integer" and isinstance(value, float) and value.is_integer():
+            return True
+        if isinstance(value, _JSON_TYPES[t]):
+            return True
+    return not types
+
+
+def _check_arguments(server, name, schema, arguments):
+    """The mistakes an agent makes with a tool's arguments, named before the
+    call goes out: a keyword the tool does not take (with the nearest it
+    does), a required one missing, a value of another type (what the schema
+    wants, and what came). The server checks the rest."""
+    import difflib
+
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return
+    required = [r for r in schema.get("required") or [] if isinstance(r, str)]
+
+    def takes():
+        return ", ".join("%s (%s%s)" % (p, "|".join(_schema_types(props[p])) or "any",
+                                        ", required" if p in required else "")
+                         for p in props)
+
+    why = None
+    if schema.get("additionalProperties") is False:
+        for key in arguments:
+            if key not in props:
+                close = difflib.get_close_matches(key, list(props), n=1)
+                why = "it takes no argument %r%s; it takes: %s" % (
+                    key, " (did you mean %s?)" % close[0] if close else "", takes())
+                break
+    if why is None:
+        for key in required:
+            if key not in arguments and key in props:
+                why = "%s (%s) is required; it takes: %s" % (
+                    key, "|".join(_schema_types(props[key])) or "any", takes())
+                break
+    if why is None:
+        for key, value in arguments.items():
+            types = _schema_types(props.get(key))
+            if key in props and not _fits(value, types):
+                shown = repr(value)
+                why = "%s must be %s, not %s (%s)" % (
+                    key, " or ".join(("an " if t[0] in "aeiou" else "a ") + t for t in types),
+                    type(value).__name__, shown if len(shown) <= 40 else shown[:37] + "...")
+                break
+    if why is not None:
+        raise ToolError("bad arguments for %s.%s: %s" % (server, name, why))
+
+
+def _returns_text(tool):
+    """What a call of the tool returns, for help(): its outputSchema's fields
+    when it has one."""
+    out = tool.get("outputSchema")
+    props = out.get("properties") if isinstance(out, dict) else None
+    if isinstance(props, dict) and props:
+        return "Returns a dict: {%s}." % ", ".join(
+            "%r: %s" % (k, "|".join(_schema_types(v)) or "any") for k, v in props.items())
+    return ("Returns its structured content when it gives one, else its text (a str), else its "
+            "content items (a list of dicts).")
+
+
 def _tool_function(server, tool):
     import inspect
     import keyword
@@ -1068,8 +1150,10 @@ def _tool_function(server, tool):
     def call_tool(*args, **kwargs):
         if args:
             if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+                _check_arguments(server, name, schema, args[0])
                 return _tool_call(server, name, args[0])
             raise TypeError("%s takes keyword arguments (or one dict of them)" % name)
+        _check_arguments(server, name, schema, kwargs)
         return _tool_call(server, name, kwargs)
 
     params = []
@@ -1084,25 +1168,48 @@ def _tool_function(server, tool):
     call_tool.__signature__ = inspect.Signature(params)
     call_tool.__name__ = call_tool.__qualname__ = _py_name(name)
     call_tool.__module__ = "mcp_tools." + _py_name(server)
-    call_tool.__doc__ = "%s\n\nUpstream %r, tool %r. Input schema:\n%s" % (
-        tool.get("description") or "(no description)", server, name,
+    call_tool.__doc__ = "%s\n\n%s\n\nUpstream %r, tool %r. Input schema:\n%s" % (
+        tool.get("description") or "(no description)", _returns_text(tool), server, name,
         json.dumps(schema, indent=2, sort_keys=True))
     return call_tool
 
 
+class _ServerTools(types.ModuleType):
+    """An upstream's tools as functions: help() lists exactly them (their
+    signatures, descriptions and what they return), dir() names them, and a
+    name that is not one of them says which are."""
+
+    def __repr__(self):
+        return "<%s: %s>" % (self.__name__, ", ".join(self.__all__))
+
+    def __dir__(self):
+        return list(self.__all__)
+
+    def __getattr__(self, name):  # only for a name that is not there
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import difflib
+
+        close = difflib.get_close_matches(name, self.__all__, n=1)
+        raise AttributeError("%s has no tool %r%s; its tools: %s (a tool that is not allowed "
+                             "is not there)" % (self.__name__, name,
+                                                " (did you mean %s?)" % close[0] if close else "",
+                                                ", ".join(self.__all__) or "none"))
+
+
 def _server_namespace(server, tools):
-    attrs, names = {}, []
+    ns = _ServerTools("mcp_tools." + _py_name(server))
+    names = []
     for tool in tools:
         py = _py_name(tool["name"])
-        if py in attrs or py.startswith("__"):
+        if py in names or py.startswith("_"):
             continue  # a name that collides: reachable through mcp_tools.call()
-        attrs[py] = staticmethod(_tool_function(server, tool))
+        setattr(ns, py, _tool_function(server, tool))
         names.append(py)
-    attrs["__doc__"] = "The tools of upstream %r: %s." % (server, ", ".join(names) or "none")
-    attrs["__repr__"] = lambda self: "<mcp_tools.%s: %s>" % (_py_name(server), ", ".join(names))
-    attrs["__dir__"] = lambda self: list(names)
-    cls = type(_py_name(server), (), attrs)
-    return cls()
+    ns.__all__ = names
+    ns.__doc__ = "The tools of upstream %r (%d): %s. Call one as mcp_tools.%s.TOOL(**arguments)." % (
+        server, len(names), ", ".join(names) or "none", _py_name(server))
+    return ns
 
 
 def _build_tools_module(catalog):
@@ -1113,6 +1220,18 @@ def _build_tools_module(catalog):
     mod.ToolError = ToolError
     mod.call = _tool_call
     mod.servers = {}
+
+    def missing(name):  # PEP 562: only for a name the module does not have
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import difflib
+
+        known = [_py_name(s) for s in catalog]
+        close = difflib.get_close_matches(name, known, n=1)
+        raise AttributeError("mcp_tools has no upstream %r%s; its upstreams: %s" % (
+            name, " (did you mean %s?)" % close[0] if close else "", ", ".join(known) or "none"))
+
+    mod.__getattr__ = missing
     for server, entry in catalog.items():
         ns = _server_namespace(server, entry.get("tools") or [])
         mod.servers[server] = [t["name"] for t in entry.get("tools") or []]

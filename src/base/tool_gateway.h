@@ -19,8 +19,9 @@ struct ToolAnswer {
 class ToolGateway {
  public:
   virtual ~ToolGateway() = default;
-  // {"NAME": {"tools": [{"name", "description", "inputSchema"}]}}: the
-  // allowed tools of every upstream, under their configured names.
+  // {"NAME": {"tools": [{"name", "description", "inputSchema"[,
+  // "outputSchema"]}]}}: the allowed tools of every upstream, under their
+  // configured names.
   virtual nlohmann::json Catalog() const = 0;
   // One call, checked (allowed, arguments against the input schema) and
   // forwarded, answered by the deadline at the latest; a result of more than

@@ -97,9 +97,15 @@ nlohmann::json Upstreams::Catalog() const {
   for (const auto& server : servers_) {
     nlohmann::json tools = nlohmann::json::array();
     for (const Tool& t : server->tools) {
-      tools.push_back({{"name", t.name},
-                       {"description", t.listed.value("description", "")},
-                       {"inputSchema", t.listed.value("inputSchema", nlohmann::json::object())}});
+      nlohmann::json tool = {
+          {"name", t.name},
+          {"description", t.listed.value("description", "")},
+          {"inputSchema", t.listed.value("inputSchema", nlohmann::json::object())}};
+      // What a call returns, for help(): the tool's own outputSchema.
+      if (auto out = t.listed.find("outputSchema"); out != t.listed.end() && out->is_object()) {
+        tool["outputSchema"] = *out;
+      }
+      tools.push_back(std::move(tool));
     }
     out[server->client.spec().name] = {{"tools", std::move(tools)}};
   }

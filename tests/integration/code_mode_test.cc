@@ -151,6 +151,52 @@ help(mcp_tools.everything.get_structured_content)
   EXPECT_EQ(r["tool_calls"], 0);
 }
 
+// Issue 37, point 7: a mistake names itself: the tool or upstream that is
+// not there (with the nearest that is), the keyword missing or of another
+// type (what the schema wants, what came); help() on an upstream lists its
+// tools and what each returns, without the class machinery.
+TEST_F(CodeModeTest, MistakesNameThemselvesAndHelpListsTheTools) {
+  json r = s().Exec(R"(
+import mcp_tools
+def why(f):
+    try:
+        f()
+        return "no error"
+    except Exception as e:
+        return type(e).__name__ + ": " + str(e)
+print(why(lambda: mcp_tools.everything.get_summ))
+print(why(lambda: mcp_tools.everythin))
+print(why(lambda: mcp_tools.everything.get_sum(a="x", b=1)))
+print(why(lambda: mcp_tools.everything.get_sum(a=1)))
+help(mcp_tools.everything)
+)");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  const std::string out = r["stdout"];
+  EXPECT_TRUE(Has(out,
+                  "AttributeError: mcp_tools.everything has no tool 'get_summ' (did you "
+                  "mean get_sum?); its tools: echo, get_structured_content, get_sum"))
+      << out;
+  EXPECT_TRUE(Has(out,
+                  "AttributeError: mcp_tools has no upstream 'everythin' (did you mean "
+                  "everything?)"))
+      << out;
+  EXPECT_TRUE(Has(out,
+                  "ToolError: bad arguments for everything.get-sum: a must be a number, not "
+                  "str ('x')"))
+      << out;
+  EXPECT_TRUE(Has(out, "ToolError: bad arguments for everything.get-sum: b (number) is required"))
+      << out;
+  EXPECT_TRUE(Has(out, "FUNCTIONS")) << out;
+  EXPECT_TRUE(Has(out, "get_sum(*, a, b)")) << out;
+  EXPECT_TRUE(Has(out,
+                  "Returns a dict: {'conditions': string, 'humidity': number, "
+                  "'temperature': number}"))
+      << out;
+  EXPECT_FALSE(Has(out, "__weakref__")) << out;
+  EXPECT_FALSE(Has(out, "__dict__")) << out;
+  EXPECT_EQ(r["tool_calls"], 0) << "every mistake was named before a call went out";
+}
+
 TEST_F(CodeModeTest, TheDescriptionListsTheToolsInOneLine) {
   json tools = s().Request("tools/list", json::object())["result"]["tools"];
   const std::string d = tools[0]["description"];
