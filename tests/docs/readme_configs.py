@@ -138,9 +138,16 @@ def check_entry(name, entry):
 
 
 text = open(README, encoding="utf-8").read()
+# The pages the README links to under docs/ (code mode's upstreams files
+# among them): their JSON blocks are checked as the README's.
+DOCS = os.path.join(ROOT, "docs")
+docs_text = "".join(open(os.path.join(DOCS, f), encoding="utf-8").read()
+                    for f in sorted(os.listdir(DOCS)) if f.endswith(".md")) if os.path.isdir(DOCS) else ""
 # A code-mode upstreams file (```json upstreams) is not a client's config: it
 # must parse and give each server either a command or an http:// url.
-for i, block in enumerate(re.findall(r"```json upstreams\n(.*?)```", text, re.S)):
+upstream_blocks = re.findall(r"```json upstreams\n(.*?)```", text + docs_text, re.S)
+check(len(upstream_blocks) >= 1, f"{len(upstream_blocks)} upstreams blocks in README and docs/")
+for i, block in enumerate(upstream_blocks):
     try:
         servers = json.loads(block)["mcpServers"]
     except (json.JSONDecodeError, KeyError) as e:
@@ -152,6 +159,7 @@ for i, block in enumerate(re.findall(r"```json upstreams\n(.*?)```", text, re.S)
               f"upstreams block {i + 1} {name}: a command or an http:// url")
 blocks = re.findall(r"```json\n(.*?)```", text, re.S)
 check(len(blocks) >= 4, f"README has {len(blocks)} JSON blocks")
+blocks += re.findall(r"```json\n(.*?)```", docs_text, re.S)
 for i, block in enumerate(blocks):
     try:
         config = json.loads(block)
