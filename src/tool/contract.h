@@ -43,7 +43,7 @@ struct ExecResult : RunOutcome {
   bool session_new = false;
   std::string session_ended;
   std::string session_restarted;  // SessionPool::CellOutcome::restarted
-  std::string timeout_note;  // ExecRequest::timeout_note
+  std::string timeout_note;       // ExecRequest::timeout_note
   // MCP_EXEC_MAX_OUTPUT_BYTES: a stream whose escaped form passes twice this
   // is cut in the answer (control bytes escape six-fold); below it, every
   // byte comes back.
