@@ -1401,35 +1401,53 @@ def _format_seconds(s):
             return "%.3g %s" % (s / scale, unit)
 
 
-def _timeit(stmt, namespace):
+def _timeit_report(timer, number=0, repeat=5):
+    """%timeit's and %%timeit's measure: `number` loops a run (0: as many as
+    timeit's autorange picks), `repeat` runs; the mean and spread printed."""
     import statistics
+
+    if number <= 0:
+        number, _ = timer.autorange()
+    runs = [t / number for t in timer.repeat(repeat=max(repeat, 1), number=number)]
+    spread = statistics.stdev(runs) if len(runs) > 1 else 0.0
+    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d run%s, %d loop%s each)" % (
+        _format_seconds(statistics.mean(runs)), _format_seconds(spread), len(runs),
+        "" if len(runs) == 1 else "s", number, "" if number == 1 else "s"))
+
+
+def _timeit(stmt, namespace):
     import timeit
 
     if not stmt:
         raise SystemExit("%timeit needs a statement, as in: %timeit sum(range(100))")
-    timer = timeit.Timer(stmt, globals=namespace)
-    number, _ = timer.autorange()
-    runs = [t / number for t in timer.repeat(repeat=5, number=number)]
-    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d runs, %d loop%s each)" % (
-        _format_seconds(statistics.mean(runs)), _format_seconds(statistics.stdev(runs)),
-        len(runs), number, "" if number == 1 else "s"))
+    _timeit_report(timeit.Timer(stmt, globals=namespace))
+
+
+def _timed(run):
+    """%time's and %%time's: run() with its CPU and wall time printed after
+    it, also when it raises."""
+    import time
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        return run()
+    finally:
+        print("CPU time: %s, wall time: %s" % (_format_seconds(time.process_time() - cpu),
+                                               _format_seconds(time.perf_counter() - wall)))
 
 
 def _time(stmt, namespace):
-    import time
-
     if not stmt:
         raise SystemExit("%time needs a statement, as in: %time sum(range(100))")
-    cpu, wall = time.process_time(), time.perf_counter()
-    try:
+
+    def run():
         try:
             code_obj = compile(stmt, "<%time>", "eval", _TOP_LEVEL_AWAIT, dont_inherit=True)
         except SyntaxError:
             code_obj = compile(stmt, "<%time>", "exec", _TOP_LEVEL_AWAIT, dont_inherit=True)
         return _run_code(code_obj, namespace)
-    finally:
-        print("CPU time: %s, wall time: %s" % (_format_seconds(time.process_time() - cpu),
-                                               _format_seconds(time.perf_counter() - wall)))
+
+    return _timed(run)
 
 
 def _statement_lines(code):
@@ -1528,7 +1546,6 @@ def _cell_magic(code):
 def _cell_timeit(args, body, main, filename):
     """%%timeit: the cell's code run as many times as timeit's autorange
     picks (or -n N), five rounds (or -r R); the mean and spread printed."""
-    import statistics
     import timeit
 
     opts = args.split()
@@ -1536,14 +1553,7 @@ def _cell_timeit(args, body, main, filename):
     repeat = int(opts[opts.index("-r") + 1]) if "-r" in opts[:-1] else 5
     code_obj = compile(_parse(body, filename), filename, "exec", _TOP_LEVEL_AWAIT,
                        dont_inherit=True)
-    timer = timeit.Timer(lambda: _run_code(code_obj, main.__dict__))
-    if number <= 0:
-        number, _ = timer.autorange()
-    runs = [t / number for t in timer.repeat(repeat=max(repeat, 1), number=number)]
-    spread = statistics.stdev(runs) if len(runs) > 1 else 0.0
-    print("%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d run%s, %d loop%s each)" % (
-        _format_seconds(statistics.mean(runs)), _format_seconds(spread), len(runs),
-        "" if len(runs) == 1 else "s", number, "" if number == 1 else "s"))
+    _timeit_report(timeit.Timer(lambda: _run_code(code_obj, main.__dict__)), number, repeat)
 
 
 def _execute(code, main, filename=MAIN_FILENAME):
@@ -1556,14 +1566,7 @@ def _execute(code, main, filename=MAIN_FILENAME):
         name, args, body = magic
         if name == "timeit":
             return _cell_timeit(args, body, main, filename)
-        import time
-
-        cpu, wall = time.process_time(), time.perf_counter()
-        try:
-            return _execute(body, main, filename)
-        finally:
-            print("CPU time: %s, wall time: %s" % (_format_seconds(time.process_time() - cpu),
-                                                   _format_seconds(time.perf_counter() - wall)))
+        return _timed(lambda: _execute(body, main, filename))
     namespace = main.__dict__
     tree = _parse(code, filename)
     last = None
