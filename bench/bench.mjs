@@ -42,7 +42,8 @@
 //
 // --quick: tiny counts (n-mcp 3, n-ref 1, warm-up 0, 2 sessions for memory,
 // 20 calls per concurrency level, 5 s per level at most) unless given as
-// flags, to prove the whole bench works end to end (CI). --json-out=FILE
+// flags, and its parts two at a time, to prove the whole bench works end to
+// end (CI); its figures are rough. --json-out=FILE
 // saves the summary; --plot draws it with bench/plot.py (Debian's
 // /usr/bin/python3 and its matplotlib) into bench/bench.png. The last line
 // is the summary as JSON, prefixed with "BENCH_JSON ". Exits non-zero if any
@@ -857,6 +858,19 @@ function lockdownStats(log, field = 'lockdown_us') {
   return { n: us.length, p50_ms: pick(0.5), p99_ms: pick(0.99) };
 }
 
+// Runs the parts in order, `lanes` at a time. The full bench runs them one
+// after another (lanes 1), so no part's figures carry another's load.
+// --quick proves the bench works end to end and asserts no figure: there
+// two parts run side by side, which halves its time on two cores (most of
+// it is servers warming up), and its figures say so.
+async function runParts(parts, lanes) {
+  const queue = [...parts];
+  const lane = async () => {
+    while (queue.length) await queue.shift()();
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+}
+
 async function main() {
   const opts = settings();
   const { nMcp, nRef, warmup, memSessions, sessions, memory } = opts;
@@ -875,63 +889,78 @@ async function main() {
   if (needSessions > 0 && process.env.MCP_EXEC_MAX_PY_SESSIONS === undefined) {
     env.MCP_EXEC_MAX_PY_SESSIONS = String(Math.max(2, needSessions));
   }
+  // The bench's parts, each on servers of its own: run one after another,
+  // or two at a time under --quick (see runParts).
+  const parts = [];
   // The snippets, sessions and memory on one stdio connection (skipped when
-  // --only leaves none of them).
-  if (SNIPPETS.length || sessions.length || memory) {
-    const { client, transport, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench', env });
-    server = client.getServerVersion();
-    try {
-      for (const snippet of SNIPPETS) {
-        const results = await measure(() => callMcpExec(client, snippet), warmup, nMcp);
-        rows.push(summarize(snippet.name, 'mcp-exec', results.map((r) => r[0]), results.map((r) => r[1])));
-      }
-      for (const scenario of sessions) {
-        sessionRuns.push({ scenario, ...(await measureSession(client, scenario, warmup, nMcp)) });
-      }
-      // With the scenarios' sessions idle (still live on this connection).
-      if (memory) {
-        try {
-          sessionMemory = await measureSessionMemory(
-            client,
-            transport.pid,
-            sessionRuns.map((r) => r.session),
-            memSessions,
-          );
-        } catch (err) {
-          if (!/run the bench as root/.test(err.message)) throw err;
-          sessionMemory = { skipped: err.message };
+  // --only leaves none of them), then the reference.
+  parts.push(async () => {
+    if (SNIPPETS.length || sessions.length || memory) {
+      const { client, transport, serverLog } = await connectMcpExec({ clientName: 'mcp-exec-bench', env });
+      server = client.getServerVersion();
+      try {
+        for (const snippet of SNIPPETS) {
+          const results = await measure(() => callMcpExec(client, snippet), warmup, nMcp);
+          rows.push(summarize(snippet.name, 'mcp-exec', results.map((r) => r[0]), results.map((r) => r[1])));
         }
+        for (const scenario of sessions) {
+          sessionRuns.push({ scenario, ...(await measureSession(client, scenario, warmup, nMcp)) });
+        }
+        // With the scenarios' sessions idle (still live on this connection).
+        if (memory) {
+          try {
+            sessionMemory = await measureSessionMemory(
+              client,
+              transport.pid,
+              sessionRuns.map((r) => r.session),
+              memSessions,
+            );
+          } catch (err) {
+            if (!/run the bench as root/.test(err.message)) throw err;
+            sessionMemory = { skipped: err.message };
+          }
+        }
+      } catch (err) {
+        err.message += `\nserver stderr:\n${serverLog()}`;
+        throw err;
+      } finally {
+        await client.close();
       }
-    } catch (err) {
-      err.message += `\nserver stderr:\n${serverLog()}`;
-      throw err;
-    } finally {
-      await client.close();
+      lockdown = lockdownStats(serverLog());
+      lockdownAhead = lockdownStats(serverLog(), 'lockdown_ahead_us');
     }
-    lockdown = lockdownStats(serverLog());
-    lockdownAhead = lockdownStats(serverLog(), 'lockdown_ahead_us');
-  }
 
-  for (const snippet of SNIPPETS) {
-    const samples = await measure(() => callReference(snippet), warmup, nRef);
-    rows.push(summarize(snippet.name, 'reference', samples));
-  }
+    for (const snippet of SNIPPETS) {
+      const samples = await measure(() => callReference(snippet), warmup, nRef);
+      rows.push(summarize(snippet.name, 'reference', samples));
+    }
+  });
 
   // Throughput and latency against concurrency, on servers of their own.
   if (opts.concurrency) {
-    concurrency = await runConcurrency({
-      levels: opts.concLevels,
-      calls: opts.concCalls,
-      maxMs: opts.concMaxS * 1000,
-      warmup,
+    parts.push(async () => {
+      concurrency = await runConcurrency({
+        levels: opts.concLevels,
+        calls: opts.concCalls,
+        maxMs: opts.concMaxS * 1000,
+        warmup,
+      });
     });
-    server ??= concurrency.server;
   }
-
-  const preload = opts.preload ? await runPreload(opts) : null;
-  const eras = opts.eras ? await runEras({ warmup, n: nMcp, connectRounds: opts.quick ? 1 : 5 }) : null;
+  let preload = null;
+  let eras = null;
+  let mounts = null;
+  if (opts.eras) {
+    // Second in the queue: with the first part, the longest.
+    parts.splice(1, 0, async () => {
+      eras = await runEras({ warmup, n: nMcp, connectRounds: opts.quick ? 1 : 5 });
+    });
+  }
+  if (opts.preload) parts.push(async () => { preload = await runPreload(opts); });
+  if (opts.mounts) parts.push(async () => { mounts = await runMounts({ warmup, n: nMcp }); });
+  await runParts(parts, opts.quick ? 2 : 1);
+  server ??= concurrency?.server;
   server ??= eras?.server;
-  const mounts = opts.mounts ? await runMounts({ warmup, n: nMcp }) : null;
   server ??= mounts?.server;
   server ??= serverSeen;
 
@@ -957,6 +986,9 @@ async function main() {
   });
 
   console.log(`mcp-exec ${server?.version} (${serverBin}) vs. reference ${REFERENCE_PYTHON} per call`);
+  if (opts.quick) {
+    console.log('--quick: a smoke run with tiny counts, its parts two at a time: the figures are rough, not a measure');
+  }
   if (rows.length || sessionRows.length) {
     console.log(`warm-up ${warmup} calls, then ${nMcp} (mcp-exec) / ${nRef} (reference) sequential calls per snippet`);
   }
