@@ -17,13 +17,24 @@ std::string ToolErrorText(const json& result) {
 
 class ContractTest : public ::testing::Test {
  protected:
+  // A test with a configuration of its own gets a server of its own; the
+  // others share the suite's.
   void Start(const std::map<std::string, std::string>& env = {}) {
-    server_ = std::make_unique<ServerProcess>(env);
-    server_->Initialize();
+    if (env.empty()) {
+      server_ = &shared_.Get();
+      return;
+    }
+    own_ = std::make_unique<ServerProcess>(env);
+    own_->Initialize();
+    server_ = own_.get();
   }
+  static void TearDownTestSuite() { shared_.Release(); }
   ServerProcess& s() { return *server_; }
-  std::unique_ptr<ServerProcess> server_;
+  ServerProcess* server_ = nullptr;
+  std::unique_ptr<ServerProcess> own_;
+  static SharedServer shared_;
 };
+SharedServer ContractTest::shared_;
 
 TEST_F(ContractTest, ValidationOrderAndMessages) {
   Start({{"MCP_EXEC_MAX_STDIN_BYTES", "10"}});
@@ -205,7 +216,7 @@ TEST_F(ContractTest, FreshPrivateWorkdirEachRunRemovedAfterwards) {
   EXPECT_TRUE(t["timed_out"]);
   EXPECT_TRUE(WaitUntil([&] { return run_dirs_left().empty(); }, 5000)) << "after a timeout";
   EXPECT_EQ(s().Exec("import os; print(os.listdir('.'))")["stdout"], "['out']\n");
-  server_.reset();
+  own_.reset();
   // The server removed its own folder below it; its cache (mcp-exec-cache-N)
   // outlives it on purpose, so the test removes that.
   EXPECT_EQ(std::system(("rm -rf " + root + "/mcp-exec-cache-*").c_str()), 0);

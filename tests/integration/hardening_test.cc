@@ -52,9 +52,17 @@ TEST(SandboxUidTest, RunsBecomeTheConfiguredUid) {
   EXPECT_EQ(r["stdout"], uid + " " + uid + " " + uid + " " + uid + " [] " + uid + "\n") << r;
 }
 
-TEST(StatusChannelTest, AForgedReportDoesNotEndTheCallBeforeItsDeadline) {
-  ServerProcess s;
-  s.Initialize();
+// Tests with a configuration of their own start a server of their own;
+// the others share the suite's.
+class StatusChannelTest : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() { shared_.Release(); }
+  static SharedServer shared_;
+};
+SharedServer StatusChannelTest::shared_;
+
+TEST_F(StatusChannelTest, AForgedReportDoesNotEndTheCallBeforeItsDeadline) {
+  ServerProcess& s = shared_.Get();
   auto t0 = Clock::now();
   json r = s.Exec(kForgeReport, {{"timeout_s", 2}});
   EXPECT_EQ(r["timed_out"], true) << r.dump();
@@ -63,7 +71,7 @@ TEST(StatusChannelTest, AForgedReportDoesNotEndTheCallBeforeItsDeadline) {
   EXPECT_LT(MillisSince(t0), 9000);
 }
 
-TEST(StatusChannelTest, ForgedCallsAllEndAtTheirDeadlinesInParallel) {
+TEST_F(StatusChannelTest, ForgedCallsAllEndAtTheirDeadlinesInParallel) {
   ServerProcess s(Env{{"MCP_EXEC_MAX_CONCURRENT", "5"}});
   s.Initialize();
   auto t0 = Clock::now();
@@ -89,9 +97,8 @@ TEST(StatusChannelTest, ForgedCallsAllEndAtTheirDeadlinesInParallel) {
   EXPECT_EQ(s.Exec("print('free')")["stdout"], "free\n");
 }
 
-TEST(StatusChannelTest, AForgedLockdownFailureIsNotAToolError) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(StatusChannelTest, AForgedLockdownFailureIsNotAToolError) {
+  ServerProcess& s = shared_.Get();
   // The old "lockdown failed" record, and a verdict saying the same.
   json r = s.Call({{"code", R"(
 import os, struct, sys
@@ -109,9 +116,8 @@ print("still mine")
   EXPECT_EQ(r["structuredContent"]["stdout"], "still mine\n");
 }
 
-TEST(StatusChannelTest, TheExitStatusComesFromTheWaitStatus) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(StatusChannelTest, TheExitStatusComesFromTheWaitStatus) {
+  ServerProcess& s = shared_.Get();
   // A report claiming status 0, then exit 7: the answer says 7.
   json r =
       s.Exec("import os, struct\nos.write(1000, struct.pack('iiii', 0, 0, 0, 0))\nos._exit(7)");
@@ -122,9 +128,8 @@ TEST(StatusChannelTest, TheExitStatusComesFromTheWaitStatus) {
   EXPECT_FALSE(r.contains("reason")) << r.dump();
 }
 
-TEST(StatusChannelTest, EndlessWritesToTheStatusPipeAreNotBuffered) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(StatusChannelTest, EndlessWritesToTheStatusPipeAreNotBuffered) {
+  ServerProcess& s = shared_.Get();
   s.Exec("print(1)");
   long before = RssKiB(s.pid());
   json r = s.Exec(R"(

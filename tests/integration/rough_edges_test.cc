@@ -25,7 +25,16 @@ bool Has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
-TEST(RoughEdgesTest, SettingsThatCannotWorkAreStartErrors) {
+// Tests with a configuration of their own start a server of their own;
+// the others share the suite's.
+class RoughEdgesTest : public ::testing::Test {
+ protected:
+  static void TearDownTestSuite() { shared_.Release(); }
+  static SharedServer shared_;
+};
+SharedServer RoughEdgesTest::shared_;
+
+TEST_F(RoughEdgesTest, SettingsThatCannotWorkAreStartErrors) {
   const std::string bin = ServerBinary();
   // A root that does not exist is not made (nor its parents).
   const std::string missing = "/tmp/mcp-exec-no-such-root." + std::to_string(getpid());
@@ -40,7 +49,7 @@ TEST(RoughEdgesTest, SettingsThatCannotWorkAreStartErrors) {
 // Issue 36, point 8: two values the Go server starts with (the contract),
 // which 7c5f5b2 refused at start. They start, mean what they meant there,
 // and say so in the start log and doctor.
-TEST(RoughEdgesTest, TheGoServersLenientValuesStartWithTheirMeaning) {
+TEST_F(RoughEdgesTest, TheGoServersLenientValuesStartWithTheirMeaning) {
   ServerProcess s(Env{{"MCP_EXEC_DEFAULT_TIMEOUT_S", "30"}, {"MCP_EXEC_MAX_TIMEOUT_S", "2"}});
   s.Initialize();
   json r = s.Exec("import time\ntime.sleep(10)\nprint('not reached')");
@@ -65,7 +74,7 @@ TEST(RoughEdgesTest, TheGoServersLenientValuesStartWithTheirMeaning) {
   EXPECT_TRUE(Has(none.Stderr(), "MCP_EXEC_MAX_OUTPUT_BYTES is 0")) << none.Stderr();
 }
 
-TEST(RoughEdgesTest, AMistypedFlagGetsASuggestionAndVersionHasItsShortForms) {
+TEST_F(RoughEdgesTest, AMistypedFlagGetsASuggestionAndVersionHasItsShortForms) {
   const std::string bin = ServerBinary();
   Ran r = RunServer(bin + " --memory-limit=100");
   EXPECT_EQ(r.status, 1);
@@ -87,7 +96,7 @@ TEST(RoughEdgesTest, AMistypedFlagGetsASuggestionAndVersionHasItsShortForms) {
   EXPECT_TRUE(Has(r.out, "--version (or -V, version)")) << r.out;
 }
 
-TEST(RoughEdgesTest, DoctorPrintsItsReportWithoutLogLines) {
+TEST_F(RoughEdgesTest, DoctorPrintsItsReportWithoutLogLines) {
   Ran r = RunServer(ServerBinary() + " doctor");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.rfind("mcp-exec ", 0), 0u) << r.out;
@@ -97,7 +106,7 @@ TEST(RoughEdgesTest, DoctorPrintsItsReportWithoutLogLines) {
 
 // The token guards http and sse; stdio has no auth, and the start log says
 // so instead of "auth": true.
-TEST(RoughEdgesTest, StdioSaysTheTokenIsIgnored) {
+TEST_F(RoughEdgesTest, StdioSaysTheTokenIsIgnored) {
   ServerProcess s(Env{{"MCP_EXEC_AUTH_TOKEN", "not-for-stdio"}});
   s.Initialize();
   EXPECT_TRUE(s.StderrHas("\"auth\":false")) << s.Stderr();
@@ -105,9 +114,8 @@ TEST(RoughEdgesTest, StdioSaysTheTokenIsIgnored) {
   EXPECT_FALSE(Has(s.Stderr(), "not-for-stdio")) << "the token is never logged";
 }
 
-TEST(RoughEdgesTest, CodeAndFilesAsPeopleWriteThem) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(RoughEdgesTest, CodeAndFilesAsPeopleWriteThem) {
+  ServerProcess& s = shared_.Get();
   // A byte-order mark (Windows editors) is not code.
   json r = s.Exec("\xEF\xBB\xBFprint('bom')");
   EXPECT_EQ(r["stdout"], "bom\n") << r.dump();
@@ -132,9 +140,8 @@ TEST(RoughEdgesTest, CodeAndFilesAsPeopleWriteThem) {
             "code must not be empty: it must be a string of Python source, not a number");
 }
 
-TEST(RoughEdgesTest, OutFilesComeInNaturalOrderAndLinksAreListed) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(RoughEdgesTest, OutFilesComeInNaturalOrderAndLinksAreListed) {
+  ServerProcess& s = shared_.Get();
   json r = s.Exec(
       "import os\nos.makedirs('out', exist_ok=True)\n"
       "for n in (10, 2, 1):\n    open(f'out/f{n}.txt', 'w').write(str(n))\n"
@@ -150,9 +157,8 @@ TEST(RoughEdgesTest, OutFilesComeInNaturalOrderAndLinksAreListed) {
 // A figure saved under out/ and left open came back twice, as an image and
 // as the file: now once, as the file; one left open unsaved is an image, and
 // plt.show() still shows what it is asked to. In a run and in a session cell.
-TEST(RoughEdgesTest, AFigureSavedToOutComesBackOnceAsThatFile) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(RoughEdgesTest, AFigureSavedToOutComesBackOnceAsThatFile) {
+  ServerProcess& s = shared_.Get();
   const std::string code =
       "import matplotlib.pyplot as plt\n"
       "plt.plot([1, 2])\nplt.savefig('out/saved.png')\n"
@@ -179,9 +185,8 @@ TEST(RoughEdgesTest, AFigureSavedToOutComesBackOnceAsThatFile) {
   EXPECT_EQ(shown["files"], json::array({"out/y.png"}));
 }
 
-TEST(RoughEdgesTest, ACrashShowsTheCodesFramesNotTheRuntimes) {
-  ServerProcess s;
-  s.Initialize();
+TEST_F(RoughEdgesTest, ACrashShowsTheCodesFramesNotTheRuntimes) {
+  ServerProcess& s = shared_.Get();
   json r = s.Exec("import ctypes\ndef f():\n    ctypes.string_at(0)\nprint('before')\nf()");
   EXPECT_EQ(r["signal"], 11) << r.dump();
   EXPECT_EQ(r["stdout"], "before\n");
@@ -195,7 +200,7 @@ TEST(RoughEdgesTest, ACrashShowsTheCodesFramesNotTheRuntimes) {
 
 // A Python session ended because the server was told to stop is counted as
 // ended by the shutdown, not as a client that left.
-TEST(RoughEdgesTest, SigtermEndsSessionsAsAShutdown) {
+TEST_F(RoughEdgesTest, SigtermEndsSessionsAsAShutdown) {
   ServerProcess s;
   s.Initialize();
   s.Exec("x = 1", {{"session", "kept"}});

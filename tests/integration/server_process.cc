@@ -263,6 +263,14 @@ void ServerProcess::CloseStdin() {
   in_ = -1;
 }
 
+ServerProcess& SharedServer::Get() {
+  if (!server_ || server_->Wait(0) >= 0) {
+    server_ = std::make_unique<ServerProcess>();
+    server_->Initialize();
+  }
+  return *server_;
+}
+
 int ServerProcess::Wait(int timeout_ms) {
   if (exited_) return exit_status_;
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -100,6 +101,22 @@ class ServerProcess {
   std::string err_text_;
   std::thread err_reader_;
   std::atomic<bool> err_eof_{false};
+};
+
+// The server a suite's tests share where a test needs no configuration of
+// its own: one warm-up for the suite instead of one per test. A suite that
+// shares one runs its tests in one process (MCP_EXEC_SHARED_SERVER_SUITES in
+// tests/CMakeLists.txt; gtest_discover_tests would start one per test). The
+// first Get() starts it, as does a Get() after a test left it ended (so one
+// test's failure does not fail the rest); the suite's TearDownTestSuite
+// calls Release().
+class SharedServer {
+ public:
+  ServerProcess& Get();
+  void Release() { server_.reset(); }
+
+ private:
+  std::unique_ptr<ServerProcess> server_;
 };
 
 // A one-shot run that forks n children and waits for them, printing
