@@ -423,14 +423,20 @@ function concurrencyEnv(levels) {
   return { MCP_EXEC_MAX_CONCURRENT: undefined, MCP_EXEC_MAX_QUEUE: String(Math.max(64, ...levels)) };
 }
 
-// The run limits the server states in its start log line.
-function startLimits(log) {
-  for (const line of log.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const m = JSON.parse(line);
-    if (m.event === 'start') return { max_concurrent: m.max_concurrent, max_queue: m.max_queue };
+// The run limits the server states in its start log line. The server
+// answers the handshake during its warm-up and logs that line after it:
+// waited for (its stderr may also arrive after an answer on stdout).
+async function startLimits(log) {
+  const deadline = performance.now() + 30000;
+  for (;;) {
+    for (const line of log().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const m = JSON.parse(line);
+      if (m.event === 'start') return { max_concurrent: m.max_concurrent, max_queue: m.max_queue };
+    }
+    if (performance.now() > deadline) throw new Error('the server logged no start line within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error('the server logged no start line');
 }
 
 // k workers until `calls` calls have been sent or `maxMs` has passed (no new
@@ -502,7 +508,7 @@ async function runConcurrency(opts) {
   const stdio = await connectMcpExec({ clientName: 'mcp-exec-bench-concurrency', env });
   try {
     version = stdio.client.getServerVersion();
-    servers.stdio = startLimits(stdio.serverLog());
+    servers.stdio = await startLimits(stdio.serverLog);
     checkQueue('stdio', servers.stdio, opts.levels);
     rows.push(...(await measureConcurrency(stdio.client, 'stdio', opts)));
   } catch (err) {
@@ -514,7 +520,7 @@ async function runConcurrency(opts) {
 
   const server = await startHttpServer({ transport: 'http', env });
   try {
-    servers.http = { ...startLimits(server.log()), url: String(server.url) };
+    servers.http = { ...(await startLimits(server.log)), url: String(server.url) };
     checkQueue('http', servers.http, opts.levels);
     const { client } = await connectHttpClient(server, { clientName: 'mcp-exec-bench-concurrency' });
     try {

@@ -1,14 +1,18 @@
-// mcp-exec: the supervisor. It starts the zygote before it has any thread,
-// then serves MCP on the configured transport.
+// mcp-exec: the supervisor. It spawns the zygote before it has any thread,
+// then serves MCP on the configured transport while the zygote warms up.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -23,6 +27,7 @@
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
+#include "tool/warm_up_gate.h"
 #include "transport/http_policy.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
@@ -139,51 +144,103 @@ std::string StdioUpstreamRefusal(const RuntimeReport& runtime,
   return "";
 }
 
-// The zygote is up: build the request path on it and serve until told to stop.
-// specs: the upstreams, read (and checked) before the warm-up.
-int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
-          std::vector<upstream::Spec> specs) {
-  Scheduler scheduler(config.max_concurrent, config.max_queue);
-  Metrics metrics;
-  Executor executor(config, zygote, scheduler, &metrics);
+// The request path on a warm zygote, in the order its parts are built (and
+// the reverse of the order they go).
+struct RequestPath {
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<Executor> executor;
+  std::shared_ptr<upstream::Upstreams> upstreams;
+  std::unique_ptr<SessionPool> sessions;
+  std::unique_ptr<ExecBackend> backend;
+};
+
+constexpr const char* kStopping = "the server is stopping";
+
+// Waits for the zygote's warm-up, then builds the request path on it. ""
+// when it is up; kStopping when stopping() said the server stopped serving
+// meanwhile (nothing more is built); else why not (said on stderr).
+std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics& metrics,
+                             std::vector<upstream::Spec> specs,
+                             const std::function<bool()>& stopping, RequestPath* path) {
+  auto fail = [](const std::string& why) {
+    fprintf(stderr, "mcp-exec: %s\n", why.c_str());
+    return why;
+  };
   std::string error;
-  if (!executor.Init(!zygote.private_mounts(), &error)) {
-    fprintf(stderr, "mcp-exec: %s\n", error.c_str());
-    return 1;
-  }
+  if (!zygote.FinishStart(&error)) return stopping() ? kStopping : fail(error);
+  if (stopping()) return kStopping;
+  path->scheduler = std::make_unique<Scheduler>(config.max_concurrent, config.max_queue);
+  path->executor = std::make_unique<Executor>(config, zygote, *path->scheduler, &metrics);
+  if (!path->executor->Init(!zygote.private_mounts(), &error)) return fail(error);
   RuntimeReport runtime = zygote.report();
   LogStart(config, runtime);
   // Code mode: every upstream started and listed before the first call, or
   // no start at all (a missing tool would surface mid-run otherwise).
-  std::shared_ptr<upstream::Upstreams> upstreams;
   if (!config.upstreams.empty()) {
     if (std::string why = StdioUpstreamRefusal(runtime, specs); !why.empty()) {
-      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", why.c_str());
       log::Error("upstreams", {{"error", why}});
-      return 1;
+      return fail("MCP_EXEC_UPSTREAMS: " + why);
     }
-    upstreams = std::make_shared<upstream::Upstreams>(std::move(specs), &metrics);
-    if (!upstreams->Start(std::chrono::seconds(60), &error)) {
-      fprintf(stderr, "mcp-exec: MCP_EXEC_UPSTREAMS: %s\n", error.c_str());
+    path->upstreams = std::make_shared<upstream::Upstreams>(std::move(specs), &metrics);
+    if (!path->upstreams->Start(std::chrono::seconds(60), &error)) {
       log::Error("upstreams", {{"error", error}});
-      return 1;
+      return fail("MCP_EXEC_UPSTREAMS: " + error);
     }
-    executor.SetToolGateway(upstreams);
+    path->executor->SetToolGateway(path->upstreams);
   }
-  SessionPool sessions(config, executor, &metrics);
-  ExecBackend backend(config, zygote, scheduler, executor, sessions, metrics,
-                      SandboxSummary(runtime));
-  if (upstreams) backend.SetToolsSummary(ToolsDescription(config, upstreams->Summary()));
+  path->sessions = std::make_unique<SessionPool>(config, *path->executor, &metrics);
+  path->backend = std::make_unique<ExecBackend>(config, zygote, *path->scheduler, *path->executor,
+                                                *path->sessions, metrics, SandboxSummary(runtime));
+  if (path->upstreams) {
+    path->backend->SetToolsSummary(ToolsDescription(config, path->upstreams->Summary()));
+  }
+  return "";
+}
+
+// Serves until told to stop. The transport answers at once (the handshake,
+// server/discover, ping: WarmUpGate) while another thread waits for the
+// zygote's warm-up and builds the request path; calls and tools/list wait
+// for it. A start that fails stops the server (exit 1), as before serving.
+// specs: the upstreams, read (and checked) before the warm-up.
+int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
+          std::vector<upstream::Spec> specs) {
+  Metrics metrics;
+  WarmUpGate gate(config, metrics);
+  RequestPath path;
+  std::atomic<bool> serving{true};
+  std::atomic<bool> start_failed{false};
+  std::thread starter([&] {
+    std::string why = BuildRequestPath(
+        config, zygote, metrics, std::move(specs), [&] { return !serving.load(); }, &path);
+    if (why.empty()) {
+      gate.Open(*path.backend, *path.backend);
+      return;
+    }
+    if (why == kStopping) return;
+    gate.Fail("the server could not start: " + why);
+    start_failed = true;
+    log::Error("start_failed", {{"why", why}, {"exit_status", 1}});
+    // The transport stops as on a termination signal (signals are blocked
+    // in every thread and read from signal_fd: one sent to the process).
+    if (serving.load()) kill(getpid(), SIGTERM);
+  });
   int rc = config.transport == Transport::kStdio
-               ? ServeStdio(backend, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
-               : ServeHttp(backend, backend, config, signal_fd);
-  backend.EndTasks();   // runs no connection waits for any more
-  sessions.Shutdown();  // their interpreters end before the executor's cleaner stops
-  executor.Shutdown();
-  if (upstreams) {
+               ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
+               : ServeHttp(gate, gate, config, signal_fd);
+  serving = false;
+  // A client that leaves during the warm-up (a 2026 client's server/discover
+  // probe on a sibling server, say) is not kept waiting for it.
+  zygote.AbortStart();
+  starter.join();  // at most the upstreams' own bound
+  gate.Fail(kStopping);
+  if (start_failed) rc = 1;
+  if (path.backend) path.backend->EndTasks();    // runs no connection waits for any more
+  if (path.sessions) path.sessions->Shutdown();  // before the executor's cleaner stops
+  if (path.executor) path.executor->Shutdown();
+  if (path.upstreams) {
     // Nested calls still in flight end now; their channels' threads point
     // at the metrics and the upstreams, which go when Serve returns.
-    upstreams->Abort();
+    path.upstreams->Abort();
     if (!ToolChannel::WaitAllEnded(std::chrono::seconds(10))) {
       log::Warn("tool_channels", {{"why", "a nested call was still going 10 s after shutdown"}});
     }
@@ -245,7 +302,9 @@ int main(int argc, char** argv) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   ZygoteClient zygote(config);
   std::string error;
-  if (!zygote.Start(&error)) {
+  // Spawned before any thread exists; its warm-up is awaited beside the
+  // transport (Serve).
+  if (!zygote.Spawn(&error)) {
     fprintf(stderr, "mcp-exec: %s\n", error.c_str());
     return 1;
   }

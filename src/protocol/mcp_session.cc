@@ -364,9 +364,13 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   }
   ToolBackend::Progress progress = MakeProgress(id, params, token);
   auto work = std::get<ToolBackend::Work>(std::move(accepted));
-  TaskStore* store = backend_.tasks();
-  if (store && store->enabled() && DeclaresTasks(params)) {
-    return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
+  // (tasks() may wait for the server's warm-up: asked only for a client
+  // that declared tasks.)
+  if (DeclaresTasks(params)) {
+    TaskStore* store = backend_.tasks();
+    if (store && store->enabled()) {
+      return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
+    }
   }
   std::thread([this, id, key, token, progress, stateless_era, work = std::move(work)] {
     json result = work(*token, progress);
@@ -494,9 +498,8 @@ bool McpSession::DeclaresTasks(const json& params) {
 }
 
 json McpSession::Extensions() const {
-  TaskStore* store = backend_.tasks();
   json ext = json::object();
-  if (store && store->enabled()) ext[kTasksExtension] = json::object();
+  if (backend_.TasksEnabled()) ext[kTasksExtension] = json::object();
   return ext;
 }
 

@@ -78,6 +78,12 @@ class ToolBackend {
   // The server's tasks (shared by every session); nullptr: calls are always
   // answered in place.
   virtual TaskStore* tasks() { return nullptr; }
+  // Whether calls may become tasks (the tasks extension is offered), known
+  // without waiting for tasks().
+  virtual bool TasksEnabled() {
+    TaskStore* store = tasks();
+    return store != nullptr && store->enabled();
+  }
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}

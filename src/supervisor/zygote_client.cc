@@ -210,11 +210,11 @@ void ZygoteClient::KillZygote() {
   }
 }
 
-bool ZygoteClient::SpawnAndAwait(std::string* error) {
-  for (;;) {
-    {
+bool ZygoteClient::SpawnAndAwait(std::string* error, bool spawned) {
+  for (;; spawned = false) {
+    if (!spawned) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (shutting_down_) {
+      if (shutting_down_ || start_aborted_) {
         *error = "the server is shutting down";
         return false;
       }
@@ -223,6 +223,10 @@ bool ZygoteClient::SpawnAndAwait(std::string* error) {
     int r = AwaitReadyMessage(error);
     if (r == 1) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (start_aborted_) {
+        *error = "the server is shutting down";
+        return false;  // the killed zygote is reaped by Shutdown()
+      }
       ready_ = true;
       ++generation_;
       ready_cv_.notify_all();
@@ -236,9 +240,24 @@ bool ZygoteClient::SpawnAndAwait(std::string* error) {
   }
 }
 
-bool ZygoteClient::Start(std::string* error) {
-  auto t0 = std::chrono::steady_clock::now();
-  if (!SpawnAndAwait(error)) return false;
+bool ZygoteClient::Start(std::string* error) { return Spawn(error) && FinishStart(error); }
+
+bool ZygoteClient::Spawn(std::string* error) {
+  spawned_at_ = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  return SpawnLocked(error);
+}
+
+void ZygoteClient::AbortStart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation_ > 0 || start_aborted_) return;  // a zygote was ready once
+  start_aborted_ = true;
+  if (pid_ > 0) kill(pid_, SIGKILL);
+}
+
+bool ZygoteClient::FinishStart(std::string* error) {
+  const auto t0 = spawned_at_;
+  if (!SpawnAndAwait(error, true)) return false;
   RuntimeReport report = this->report();
   nlohmann::json pk = nlohmann::json::object();
   for (auto& [name, version] : report.packages) pk[name] = version;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,15 @@ class ZygoteClient : public SandboxLink {
   // Spawns the zygote and waits for its report. Call before any other thread
   // of the server exists.
   bool Start(std::string* error);
+  // Start() in two steps, so the server can answer what needs no sandbox
+  // while the zygote warms up: Spawn() before any other thread exists, then
+  // FinishStart() (on any thread) waits for the report.
+  bool Spawn(std::string* error);
+  bool FinishStart(std::string* error);
+  // The server stops before its first zygote is warm: that zygote is killed
+  // (FinishStart then fails at once) rather than waited for. Does nothing
+  // once a zygote was ready.
+  void AbortStart();
   // Waits (bounded) until a zygote is ready; false if it cannot be had.
   bool WaitReady(int timeout_ms);
   // Waits (bounded) until a zygote other than the one of `generation` is
@@ -70,11 +80,14 @@ class ZygoteClient : public SandboxLink {
  private:
   // Spawns a zygote and waits for its report, with fewer namespaces each
   // time the host refuses them. Used by Start() and by every restart.
-  bool SpawnAndAwait(std::string* error);
+  // spawned: a zygote was already spawned (Spawn()): await it first.
+  bool SpawnAndAwait(std::string* error, bool spawned = false);
   bool SpawnLocked(std::string* error);
   ZygoteArgs ArgsFor(int ns_flags) const;
   // 1 ready, 0 failed, -1 the namespaces could not be finished (try fewer).
   int AwaitReadyMessage(std::string* error);
+  std::chrono::steady_clock::time_point spawned_at_{};
+  bool start_aborted_ = false;  // AbortStart() came before a zygote was ready
   void KillZygote();
   // The reader thread: routes the zygote's messages to their runs; when the
   // zygote dies, reaps it, fails its runs and starts another.

@@ -67,8 +67,10 @@ describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile) in the READM
   });
 
   it('locks runs down with what the profile allows', async () => {
-    // stderr reaches us through conmon on its own pipe: it may trail the
-    // initialize answer on stdout.
+    // The server answers initialize during its warm-up and logs this line
+    // after it; tools/list waits for the warm-up. stderr reaches us through
+    // conmon on its own pipe: it may trail an answer on stdout.
+    await conn.client.listTools();
     const sandboxLine = () => conn.serverLog().split('\n').find((l) => l.includes('"event":"sandbox"'));
     for (let i = 0; i < 100 && !sandboxLine(); i++) await new Promise((r) => setTimeout(r, 100));
     const sandbox = sandboxLine() && JSON.parse(sandboxLine());

@@ -196,7 +196,7 @@ TEST(LifecycleTest, AKilledServersFoldersAreSweptByTheNextNeverALiveOnes) {
   ASSERT_EQ(chmod(root.c_str(), 0755), 0);
   const Env env{{"MCP_EXEC_WORKDIR_ROOT", root}};
   ServerProcess live(env);
-  live.Initialize();
+  live.Initialize();  // and the warm-up: the folders are made after it
   const std::set<std::string> lives = ServerFolders(root);
   ASSERT_FALSE(lives.empty());
   std::set<std::string> killed_left;
@@ -305,6 +305,58 @@ TEST(SoakTest, ThousandSequentialRunsLeakNothing) {
   EXPECT_EQ(children_after, children_before) << "only the spare runners are left";
   EXPECT_EQ(s.ZygotePid(), zygote) << "the zygote never restarted";
   EXPECT_LT(rss_after, rss_before + rss_before / 20) << "zygote RSS grew by more than 5%";
+}
+
+// Issue 37, point 4: the handshake needs only the configuration, so it is
+// answered while the zygote warms up (a client's first answer then takes
+// milliseconds, and a 2026 client's server/discover probe on a sibling
+// server does not wait for a warm-up it never uses); tools/list and calls
+// wait for the warm-up. The warm-up is made 5 s long (a preloaded module of
+// a venv sleeps), so the order shows in the server's own log.
+TEST(LifecycleTest, TheHandshakeIsAnsweredWhileTheZygoteWarmsUp) {
+  FILE* p = popen("/usr/bin/python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", "r");
+  ASSERT_NE(p, nullptr);
+  char buf[32] = {0};
+  ASSERT_NE(fgets(buf, sizeof buf, p), nullptr);
+  pclose(p);
+  const std::string version = std::string(buf).substr(0, std::string(buf).find('\n'));
+  const std::string venv = "/var/tmp/mcp-exec-slow-warmup." + std::to_string(getpid());
+  const std::string site = venv + "/lib/python" + version + "/site-packages";
+  ASSERT_EQ(system(("rm -rf '" + venv + "' && mkdir -p '" + venv + "/bin' '" + site +
+                    "' && ln -s /usr/bin/python3 '" + venv +
+                    "/bin/python3' && printf 'home = /usr/bin\\n' > '" + venv +
+                    "/pyvenv.cfg' && printf 'import time\\ntime.sleep(5)\\n' > '" + site +
+                    "/mcp_exec_slow_warmup.py'")
+                       .c_str()),
+            0);
+  {
+    ServerProcess s(Env{{"MCP_EXEC_PYTHON", venv}, {"MCP_EXEC_PRELOAD", "mcp_exec_slow_warmup"}});
+    // Not Initialize(): that waits for tools/list, hence the warm-up.
+    json init = s.Request("initialize", {{"protocolVersion", "2025-11-25"},
+                                         {"capabilities", json::object()},
+                                         {"clientInfo", {{"name", "early"}, {"version", "1"}}}});
+    s.Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+    EXPECT_TRUE(init["result"].contains("protocolVersion")) << init.dump();
+    EXPECT_TRUE(init["result"].contains("instructions")) << init.dump();
+    EXPECT_EQ(s.Request("ping", json::object())["result"], json::object());
+    // Sent during the warm-up: a call the contract refuses is answered at
+    // once; a good one runs once the zygote is warm; then tools/list.
+    json early = s.NextId();
+    s.SendCall(early, {{"code", "print('warm')"}});
+    json refused = s.Call(json::object());
+    EXPECT_EQ(refused["content"][0]["text"], "code must not be empty") << refused.dump();
+    json r = s.WaitForId(early);
+    EXPECT_EQ(r["result"]["structuredContent"]["stdout"], "warm\n") << r.dump();
+    json tools = s.Request("tools/list", json::object());
+    ASSERT_EQ(tools["result"]["tools"].size(), 1u) << tools.dump();
+    EXPECT_TRUE(s.StderrHas("\"event\":\"zygote_ready\"")) << s.Stderr();
+    const std::string log = s.Stderr();
+    const size_t initialized = log.find("\"event\":\"initialize\"");
+    const size_t ready = log.find("\"event\":\"zygote_ready\"");
+    ASSERT_NE(initialized, std::string::npos) << log;
+    EXPECT_LT(initialized, ready) << "initialize waited for the warm-up:\n" << log;
+  }
+  ASSERT_EQ(system(("rm -rf '" + venv + "'").c_str()), 0);
 }
 
 }  // namespace

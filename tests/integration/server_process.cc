@@ -225,6 +225,7 @@ json ServerProcess::Initialize(const std::string& version) {
                              {"capabilities", json::object()},
                              {"clientInfo", {{"name", "integration-test"}, {"version", "1"}}}});
   Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  if (r.contains("result")) Request("tools/list", json::object());
   return r;
 }
 

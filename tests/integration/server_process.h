@@ -63,6 +63,9 @@ class ServerProcess {
   // Waits for the response with this id; other messages are kept for later.
   json WaitForId(const json& id, int timeout_ms = 120000);
   json Request(const std::string& method, const json& params, int timeout_ms = 120000);
+  // initialize and notifications/initialized, then tools/list, as clients
+  // do: the server answers initialize during its warm-up and tools/list
+  // after it, so the server is warm when this returns. The initialize answer.
   json Initialize(const std::string& version = "2025-06-18");
   // tools/call exec; returns the whole CallToolResult.
   json Call(const json& arguments, int timeout_ms = 120000);
