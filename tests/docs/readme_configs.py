@@ -9,6 +9,11 @@
 - Every HTTP entry is served by the built binary (token change-me) and its
   URL and headers open a session.
 - Every `claude mcp add` line is checked the same way.
+- The code-mode page's Python example runs (against server-everything) and
+  prints what its comments show.
+- The pipe example runs as written and prints what its comment shows; the
+  Docker section's run command carries the container flags; the HTTP
+  deployment line serves (on a loopback port) and requires its token.
 - .ci/run runs the README's test command.
 Prints 'N passed, N failed'; exit status 1 on any failure.
 Usage: readme_configs.py README.md BUILT_BINARY
@@ -20,7 +25,9 @@ import shlex
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
 import urllib.request
 
 README, BINARY = sys.argv[1], sys.argv[2]
@@ -41,8 +48,9 @@ def check(ok, what):
         print("FAIL", what)
 
 
-def exec_over_stdio(command, args, env):
-    """Starts the command as a client would and runs print(6 * 7)."""
+def exec_over_stdio(command, args, env, code=None):
+    """Starts the command as a client would and runs print(6 * 7); with
+    code, runs that and returns the result's structuredContent."""
     proc = subprocess.Popen([command] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True,
                             env={"PATH": "/usr/bin:/bin", **env})
@@ -63,12 +71,12 @@ def exec_over_stdio(command, args, env):
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "readme", "version": "1"}}})
         if answer(1).get("result", {}).get("serverInfo", {}).get("name") != "mcp-exec":
-            return False
+            return {} if code else False
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-              "params": {"name": "exec", "arguments": {"code": "print(6 * 7)"}}})
-        result = answer(2).get("result", {})
-        return result.get("structuredContent", {}).get("stdout") == "42\n"
+              "params": {"name": "exec", "arguments": {"code": code or "print(6 * 7)"}}})
+        content = answer(2).get("result", {}).get("structuredContent", {})
+        return content if code else content.get("stdout") == "42\n"
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
@@ -184,6 +192,106 @@ for line in re.findall(r"^claude mcp add .*$", text, re.M):
         header = words[words.index("--header") + 1] if "--header" in words else ""
         name, _, value = header.partition(": ")
         check(http_works(url, {name: value} if header else {}), f"claude mcp add (http): {url}")
+
+sh_blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+
+# The pipe example runs as written (from the repository, with build/mcp-exec
+# the built binary) and prints what its comment shows ("..." stands for
+# what varies).
+pipes = [b for b in sh_blocks if "| build/mcp-exec" in b]
+check(len(pipes) == 1, f"{len(pipes)} pipe example")
+for block in pipes:
+    command = "\n".join(l for l in block.splitlines() if not l.startswith("#"))
+    shown = [l[2:] for l in block.splitlines() if l.startswith("# ")]
+    run = subprocess.run(["bash", "-c", command.replace("build/mcp-exec", shlex.quote(BINARY))],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin"})
+    pattern = ".*".join(re.escape(part) for part in shown[0].split("...")) if shown else "$^"
+    check(run.returncode == 0 and re.match(pattern, run.stdout.strip()) is not None,
+          f"the pipe example prints what it shows: {run.stdout.strip()[:100]}")
+
+# The Docker section's run command carries the reference's container flags;
+# the bookworm build argument is the Dockerfile's.
+runs = [l for b in sh_blocks for l in b.replace("\\\n", " ").splitlines()
+        if l.startswith("docker run")]
+check(len(runs) >= 1, f"{len(runs)} docker run command")
+for line in runs:
+    args = shlex.split(line, comments=True)[1:]
+    joined = " ".join(args)
+    check(args[0] == "run" and "-i" in args and "--rm" in args and args[-1] == "mcp-exec" and
+          all(" ".join(DOCKER_FLAGS[i:i + 2]) in joined for i in range(0, len(DOCKER_FLAGS), 2)),
+          f"docker run (Docker section): {joined[:60]}")
+for arg in re.findall(r"--build-arg (\w+)=", text):
+    check(re.search(rf"^ARG {arg}\b", open(os.path.join(ROOT, "Dockerfile")).read(), re.M) is not None,
+          f"docker build --build-arg {arg} is an ARG of the Dockerfile")
+
+# The HTTP deployment line starts the server as written, on a loopback port
+# of the test's (never :8080 on every interface): the token it makes is
+# required, health is not.
+deploys = [l for b in sh_blocks for l in b.splitlines() if l.startswith("MCP_EXEC_TRANSPORT=http")]
+check(len(deploys) == 1, f"{len(deploys)} HTTP deployment line")
+for line in deploys:
+    port = free_port()
+    line = re.sub(r"MCP_EXEC_ADDR=\S+", f"MCP_EXEC_ADDR=127.0.0.1:{port}", line)
+    line = re.sub(r"\bmcp-exec$", shlex.quote(BINARY), line)
+    proc = subprocess.Popen(["bash", "-c", "exec env " + line], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={"PATH": "/usr/bin:/bin"})
+    health = refused = 0
+    try:
+        for _ in range(600):
+            try:
+                health = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).status
+                break
+            except Exception:
+                time.sleep(0.1)
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=10)
+        except urllib.error.HTTPError as e:
+            refused = e.code
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    check(health == 200 and refused == 401,
+          f"the HTTP deployment line serves, token required: /healthz {health}, /mcp {refused}")
+
+# The code-mode page's Python example runs as written against that page's
+# first upstreams file (its npx download replaced by the server-everything
+# tests/upstreams pins): a comment after a print(...) on its line is what it
+# prints ("..." stands for what varies), in order.
+EVERYTHING = os.path.join(ROOT, "tests", "upstreams", "node_modules", "@modelcontextprotocol",
+                          "server-everything", "dist", "index.js")
+code_mode = open(os.path.join(DOCS, "code-mode.md"), encoding="utf-8").read()
+examples = re.findall(r"```python\n(.*?)```", code_mode, re.S)
+check(len(examples) == 1 and os.path.exists(EVERYTHING),
+      f"{len(examples)} Python example in docs/code-mode.md, server-everything at {EVERYTHING}")
+if examples and os.path.exists(EVERYTHING):
+    servers = json.loads(re.findall(r"```json upstreams\n(.*?)```", code_mode, re.S)[0])
+    for entry in servers["mcpServers"].values():
+        if entry.get("command") == "npx":
+            entry["command"], entry["args"] = "node", [EVERYTHING, "stdio"]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(servers, f)
+    try:
+        out = exec_over_stdio(BINARY, [], {"MCP_EXEC_UPSTREAMS": f.name}, examples[0])
+    finally:
+        os.unlink(f.name)
+    shown = re.findall(r"^[ \t]*print\(.*\)[ \t]+# (.*)$", examples[0], re.M)
+    lines = (out.get("stdout") or "").splitlines()
+    at, missing = 0, []
+    for want in shown:
+        pattern = re.compile(".*".join(re.escape(part) for part in want.split("...")))
+        while at < len(lines) and not pattern.fullmatch(lines[at].strip()):
+            at += 1
+        if at == len(lines):
+            missing.append(want)
+            break
+        at += 1
+    check(out.get("exit_code") == 0 and len(shown) >= 3 and not missing,
+          f"the code-mode example prints what it shows ({len(shown)} lines; "
+          f"not found: {missing}; stderr: {(out.get('stderr') or '')[-300:]})")
 
 commands = re.findall(r"^(scripts/\S+\.sh)\s", text, re.M)
 check(commands[:2] == ["scripts/setup.sh", "scripts/test.sh"], f"the two commands: {commands[:2]}")
