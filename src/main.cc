@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -209,20 +211,30 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   RequestPath path;
   std::atomic<bool> serving{true};
   std::atomic<bool> start_failed{false};
+  // The starter may spawn a zygote itself (a retry with fewer namespaces
+  // when the host refuses those of the first), and a zygote dies with the
+  // thread that spawned it (PR_SET_PDEATHSIG): so the starter, its work
+  // done, waits until the zygote is shut down.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool built = false, released = false;
   std::thread starter([&] {
     std::string why = BuildRequestPath(
         config, zygote, metrics, std::move(specs), [&] { return !serving.load(); }, &path);
     if (why.empty()) {
       gate.Open(*path.backend, *path.backend);
-      return;
+    } else if (why != kStopping) {
+      gate.Fail("the server could not start: " + why);
+      start_failed = true;
+      log::Error("start_failed", {{"why", why}, {"exit_status", 1}});
+      // The transport stops as on a termination signal (signals are blocked
+      // in every thread and read from signal_fd: one sent to the process).
+      if (serving.load()) kill(getpid(), SIGTERM);
     }
-    if (why == kStopping) return;
-    gate.Fail("the server could not start: " + why);
-    start_failed = true;
-    log::Error("start_failed", {{"why", why}, {"exit_status", 1}});
-    // The transport stops as on a termination signal (signals are blocked
-    // in every thread and read from signal_fd: one sent to the process).
-    if (serving.load()) kill(getpid(), SIGTERM);
+    std::unique_lock<std::mutex> lock(mu);
+    built = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
   });
   int rc = config.transport == Transport::kStdio
                ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
@@ -231,7 +243,10 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   // A client that leaves during the warm-up (a 2026 client's server/discover
   // probe on a sibling server, say) is not kept waiting for it.
   zygote.AbortStart();
-  starter.join();  // at most the upstreams' own bound
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return built; });  // at most the upstreams' own bound
+  }
   gate.Fail(kStopping);
   if (start_failed) rc = 1;
   if (path.backend) path.backend->EndTasks();    // runs no connection waits for any more
@@ -245,6 +260,13 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
       log::Warn("tool_channels", {{"why", "a nested call was still going 10 s after shutdown"}});
     }
   }
+  zygote.Shutdown();  // then the starter may end
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+  starter.join();
   return rc;
 }
 
@@ -308,8 +330,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mcp-exec: %s\n", error.c_str());
     return 1;
   }
-  int rc = Serve(config, zygote, signal_fd, std::move(specs));
-  zygote.Shutdown();
+  int rc = Serve(config, zygote, signal_fd, std::move(specs));  // shuts the zygote down
   log::Info("stopped", {{"exit_status", rc}});
   return rc;
 }
