@@ -314,21 +314,9 @@ TEST(SoakTest, ThousandSequentialRunsLeakNothing) {
 // wait for the warm-up. The warm-up is made 5 s long (a preloaded module of
 // a venv sleeps), so the order shows in the server's own log.
 TEST(LifecycleTest, TheHandshakeIsAnsweredWhileTheZygoteWarmsUp) {
-  FILE* p = popen("/usr/bin/python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", "r");
-  ASSERT_NE(p, nullptr);
-  char buf[32] = {0};
-  ASSERT_NE(fgets(buf, sizeof buf, p), nullptr);
-  pclose(p);
-  const std::string version = std::string(buf).substr(0, std::string(buf).find('\n'));
   const std::string venv = "/var/tmp/mcp-exec-slow-warmup." + std::to_string(getpid());
-  const std::string site = venv + "/lib/python" + version + "/site-packages";
-  ASSERT_EQ(system(("rm -rf '" + venv + "' && mkdir -p '" + venv + "/bin' '" + site +
-                    "' && ln -s /usr/bin/python3 '" + venv +
-                    "/bin/python3' && printf 'home = /usr/bin\\n' > '" + venv +
-                    "/pyvenv.cfg' && printf 'import time\\ntime.sleep(5)\\n' > '" + site +
-                    "/mcp_exec_slow_warmup.py'")
-                       .c_str()),
-            0);
+  ASSERT_FALSE(
+      MakeVenv(venv, {{"mcp_exec_slow_warmup.py", "import time\ntime.sleep(5)\n"}}).empty());
   {
     ServerProcess s(Env{{"MCP_EXEC_PYTHON", venv}, {"MCP_EXEC_PRELOAD", "mcp_exec_slow_warmup"}});
     // Not Initialize(): that waits for tools/list, hence the warm-up.

@@ -214,26 +214,14 @@ TEST_F(RoughEdgesTest, SigtermEndsSessionsAsAShutdown) {
 // version lends its packages to the runs (read-only); another version is a
 // start error saying why.
 TEST(PythonEnvTest, AVenvOfTheSameVersionLendsItsPackages) {
-  FILE* p = popen("/usr/bin/python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", "r");
-  ASSERT_NE(p, nullptr);
-  char buf[32] = {0};
-  ASSERT_NE(fgets(buf, sizeof buf, p), nullptr);
-  pclose(p);
-  const std::string version = std::string(buf).substr(0, std::string(buf).find('\n'));
-  // A venv as `python3 -m venv` makes it (without pip): pyvenv.cfg beside
-  // bin/, whose python3 is the system's. /var/tmp: runs have a /tmp of
-  // their own, so a venv there cannot be shown to them.
+  const std::string version = SystemPythonVersion();
+  ASSERT_FALSE(version.empty());
   const std::string venv = "/var/tmp/mcp-exec-venv-test." + std::to_string(getpid());
-  const std::string site = venv + "/lib/python" + version + "/site-packages";
-  ASSERT_EQ(system(("rm -rf '" + venv + "' && mkdir -p '" + venv + "/bin' '" + site +
-                    "/mcp_exec_venv_probe-1.2.3.dist-info' && ln -s /usr/bin/python3 '" + venv +
-                    "/bin/python3' && printf 'home = /usr/bin\\n' > '" + venv +
-                    "/pyvenv.cfg' && printf 'VALUE = 42\\n' > '" + site +
-                    "/mcp_exec_venv_probe.py' && printf 'Metadata-Version: 2.1\\nName: "
-                    "mcp-exec-venv-probe\\nVersion: 1.2.3\\n' > '" +
-                    site + "/mcp_exec_venv_probe-1.2.3.dist-info/METADATA'")
-                       .c_str()),
-            0);
+  const std::string site =
+      MakeVenv(venv, {{"mcp_exec_venv_probe.py", "VALUE = 42\n"},
+                      {"mcp_exec_venv_probe-1.2.3.dist-info/METADATA",
+                       "Metadata-Version: 2.1\nName: mcp-exec-venv-probe\nVersion: 1.2.3\n"}});
+  ASSERT_FALSE(site.empty());
   {
     ServerProcess s(Env{{"MCP_EXEC_PYTHON", venv}});
     s.Initialize();

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -262,6 +263,37 @@ std::string ServerProcess::StartSleepingRun(const json& id, const std::string& p
 void ServerProcess::CloseStdin() {
   if (in_ >= 0) close(in_);
   in_ = -1;
+}
+
+std::string SystemPythonVersion() {
+  FILE* p = popen("/usr/bin/python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", "r");
+  if (p == nullptr) return "";
+  char buf[32] = {0};
+  const bool read = fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  const std::string line = read ? buf : "";
+  return line.substr(0, line.find('\n'));
+}
+
+std::string MakeVenv(const std::string& dir, const std::map<std::string, std::string>& files) {
+  const std::string version = SystemPythonVersion();
+  if (version.empty()) return "";
+  const std::string site = dir + "/lib/python" + version + "/site-packages";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir + "/bin", ec);
+  std::filesystem::create_directories(site, ec);
+  std::filesystem::create_symlink("/usr/bin/python3", dir + "/bin/python3", ec);
+  if (ec) return "";
+  std::ofstream(dir + "/pyvenv.cfg") << "home = /usr/bin\n";
+  for (const auto& [path, content] : files) {
+    const std::string where = site + "/" + path;
+    std::filesystem::create_directories(std::filesystem::path(where).parent_path(), ec);
+    std::ofstream out(where);
+    out << content;
+    if (ec || !out) return "";
+  }
+  return site;
 }
 
 ServerProcess& SharedServer::Get() {

@@ -106,6 +106,15 @@ class ServerProcess {
   std::atomic<bool> err_eof_{false};
 };
 
+// The system python3's "MAJOR.MINOR" (the embedded interpreter's), or "".
+std::string SystemPythonVersion();
+// Makes at `dir` a venv as `python3 -m venv` makes it (without pip):
+// pyvenv.cfg beside bin/, whose python3 is the system's, and writes `files`
+// (path below site-packages -> content) into its site-packages, the folders
+// they need made. Use a dir under /var/tmp: runs have a /tmp of their own,
+// so a venv there cannot be shown to them. The site-packages path, or "".
+std::string MakeVenv(const std::string& dir, const std::map<std::string, std::string>& files);
+
 // The server a suite's tests share where a test needs no configuration of
 // its own: one warm-up for the suite instead of one per test. A suite that
 // shares one runs its tests in one process (MCP_EXEC_SHARED_SERVER_SUITES in
