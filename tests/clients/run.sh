@@ -111,6 +111,35 @@ else
   fail "Inspector CLI: X-MCP-AUTH lists the tool" "$work/header-list"
 fi
 
+# What a new user met (issue 37), through the Inspector: out/ is there
+# before the code runs; a big print comes back with the text item cut to
+# its head and tail, saying so; an argument the tool does not take is named
+# beside the missing code.
+inspector out-dir --header "Authorization: Bearer $token" \
+  --method tools/call --tool-name exec \
+  --tool-arg 'code=open("out/report.csv", "w").write("a,b\n"); print(sorted(__import__("os").listdir("out")))'
+if has out-dir "\"stdout\": \"['report.csv']\n\""; then
+  pass "Inspector CLI: out/ is there before the code runs"
+else
+  fail "Inspector CLI: out/ is there before the code runs" "$work/out-dir"
+fi
+
+inspector big-print --header "Authorization: Bearer $token" \
+  --method tools/call --tool-name exec --tool-arg 'code=print("x" * 200000)'
+if has big-print 'stdout_in_text' && has big-print 'of the 200001 bytes'; then
+  pass "Inspector CLI: a 200 kB print's text item is cut, saying so"
+else
+  fail "Inspector CLI: a 200 kB print's text item is cut, saying so" "$work/big-print"
+fi
+
+inspector script-arg --header "Authorization: Bearer $token" \
+  --method tools/call --tool-name exec --tool-arg 'script=print(1)'
+if has script-arg 'the required argument code is missing, and script is not an argument of exec'; then
+  pass "Inspector CLI: script instead of code is named"
+else
+  fail "Inspector CLI: script instead of code is named" "$work/script-arg"
+fi
+
 # Without a header, the Inspector would start an interactive OAuth flow (it
 # needs a TTY for it); --stored-auth-only is how CI runs it, and then the
 # user reads the server's 401 text.
@@ -161,4 +190,4 @@ else
   fail "the server did not exit 0 on SIGTERM" "$work/server.log"
 fi
 echo "clients: $passed passed, $failed failed"
-[[ $failed -eq 0 && $passed -eq 7 ]]
+[[ $failed -eq 0 && $passed -eq 10 ]]
