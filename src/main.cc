@@ -213,8 +213,10 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   std::atomic<bool> start_failed{false};
   // The starter may spawn a zygote itself (a retry with fewer namespaces
   // when the host refuses those of the first), and a zygote dies with the
-  // thread that spawned it (PR_SET_PDEATHSIG): so the starter, its work
-  // done, waits until the zygote is shut down.
+  // thread that spawned it (PR_SET_PDEATHSIG): then the starter, its work
+  // done, waits until the zygote is shut down. Otherwise it ends at once:
+  // where runs keep the server's uid (the container postures) every thread
+  // of the server counts against their process limit.
   std::mutex mu;
   std::condition_variable cv;
   bool built = false, released = false;
@@ -231,10 +233,11 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
       // in every thread and read from signal_fd: one sent to the process).
       if (serving.load()) kill(getpid(), SIGTERM);
     }
+    const bool keeps_zygote = zygote.SpawnedOnThisThread();
     std::unique_lock<std::mutex> lock(mu);
     built = true;
     cv.notify_all();
-    cv.wait(lock, [&] { return released; });
+    if (keeps_zygote) cv.wait(lock, [&] { return released; });
   });
   int rc = config.transport == Transport::kStdio
                ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)

@@ -155,7 +155,13 @@ bool ZygoteClient::SpawnLocked(std::string* error) {
   }
   control_ = std::make_shared<const UniqueFd>(std::move(ours));
   pid_ = pid;
+  spawner_ = std::this_thread::get_id();
   return true;
+}
+
+bool ZygoteClient::SpawnedOnThisThread() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spawner_ == std::this_thread::get_id();
 }
 
 int ZygoteClient::AwaitReadyMessage(std::string* error) {

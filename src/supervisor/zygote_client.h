@@ -43,6 +43,9 @@ class ZygoteClient : public SandboxLink {
   // (FinishStart then fails at once) rather than waited for. Does nothing
   // once a zygote was ready.
   void AbortStart();
+  // Whether the zygote now running was spawned by the calling thread (it
+  // dies with that thread: PR_SET_PDEATHSIG).
+  bool SpawnedOnThisThread() const;
   // Waits (bounded) until a zygote is ready; false if it cannot be had.
   bool WaitReady(int timeout_ms);
   // Waits (bounded) until a zygote other than the one of `generation` is
@@ -88,6 +91,7 @@ class ZygoteClient : public SandboxLink {
   int AwaitReadyMessage(std::string* error);
   std::chrono::steady_clock::time_point spawned_at_{};
   bool start_aborted_ = false;  // AbortStart() came before a zygote was ready
+  std::thread::id spawner_;     // the thread that spawned the zygote now running
   void KillZygote();
   // The reader thread: routes the zygote's messages to their runs; when the
   // zygote dies, reaps it, fails its runs and starts another.
