@@ -259,6 +259,8 @@ std::string HumanDuration(int64_t s) {
 
 }  // namespace
 
+std::string ExecCacheScope(const Config& c) { return c.auth_token.empty() ? "public" : "private"; }
+
 std::string ExecInstructions(const Config& /*c*/) {
   return std::string(
              "Use the exec tool to run Python code: write a complete script, print the "

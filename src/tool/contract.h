@@ -89,6 +89,9 @@ std::string ToolsDescription(const Config& c, const std::string& upstream_lines)
 // The initialize instructions: how to use the tool, in the description's own
 // sentences on what a call keeps (one source, so the two cannot disagree).
 std::string ExecInstructions(const Config& c);
+// Who may share cached lists and discover results (cacheScope): with a
+// token, what a client caches came with its credential.
+std::string ExecCacheScope(const Config& c);
 
 // Returns the request, or the tool-error message.
 std::variant<ExecRequest, std::string> ValidateExecArguments(const nlohmann::json& args,

@@ -30,10 +30,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   nlohmann::json ToolDescriptor() const override;
   std::string ToolName() const override { return ExecToolName(); }
   std::string Instructions() const override { return ExecInstructions(config_); }
-  // With a token, what a client caches came with its credential.
-  std::string CacheScope() const override {
-    return config_.auth_token.empty() ? "public" : "private";
-  }
+  std::string CacheScope() const override { return ExecCacheScope(config_); }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             const CallContext& context) override;
   std::optional<Resource> ReadResource(const std::string& uri) override;

@@ -53,10 +53,7 @@ std::string WarmUpGate::ToolName() const { return ExecToolName(); }
 
 std::string WarmUpGate::Instructions() const { return ExecInstructions(config_); }
 
-// With a token, what a client caches came with its credential.
-std::string WarmUpGate::CacheScope() const {
-  return config_.auth_token.empty() ? "public" : "private";
-}
+std::string WarmUpGate::CacheScope() const { return ExecCacheScope(config_); }
 
 std::variant<ToolBackend::Work, json> WarmUpGate::Accept(const json& arguments,
                                                          const CallContext& context) {
