@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/call_pool.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -25,7 +26,6 @@
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
-#include "supervisor/tool_channel.h"
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
@@ -162,7 +162,7 @@ constexpr const char* kStopping = "the server is stopping";
 // when it is up; kStopping when stopping() said the server stopped serving
 // meanwhile (nothing more is built); else why not (said on stderr).
 std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics& metrics,
-                             std::vector<upstream::Spec> specs,
+                             CallPool& pool, std::vector<upstream::Spec> specs,
                              const std::function<bool()>& stopping, RequestPath* path) {
   auto fail = [](const std::string& why) {
     fprintf(stderr, "mcp-exec: %s\n", why.c_str());
@@ -188,7 +188,7 @@ std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics
       log::Error("upstreams", {{"error", error}});
       return fail("MCP_EXEC_UPSTREAMS: " + error);
     }
-    path->executor->SetToolGateway(path->upstreams);
+    path->executor->SetToolGateway(path->upstreams, pool);
   }
   path->sessions = std::make_unique<SessionPool>(config, *path->executor, &metrics);
   path->backend = std::make_unique<ExecBackend>(config, zygote, *path->scheduler, *path->executor,
@@ -209,6 +209,9 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   Metrics metrics;
   WarmUpGate gate(config, metrics);
   RequestPath path;
+  // Every thread a call, a task or a tool channel runs on: joined below,
+  // before what they point at goes.
+  CallPool pool;
   std::atomic<bool> serving{true};
   std::atomic<bool> start_failed{false};
   // The starter may spawn a zygote itself (a retry with fewer namespaces
@@ -222,7 +225,7 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   bool built = false, released = false;
   std::thread starter([&] {
     std::string why = BuildRequestPath(
-        config, zygote, metrics, std::move(specs), [&] { return !serving.load(); }, &path);
+        config, zygote, metrics, pool, std::move(specs), [&] { return !serving.load(); }, &path);
     if (why.empty()) {
       gate.Open(*path.backend, *path.backend);
     } else if (why != kStopping) {
@@ -240,8 +243,8 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
     if (keeps_zygote) cv.wait(lock, [&] { return released; });
   });
   int rc = config.transport == Transport::kStdio
-               ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd)
-               : ServeHttp(gate, gate, config, signal_fd);
+               ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd, &pool)
+               : ServeHttp(gate, gate, config, signal_fd, &pool);
   serving = false;
   // A client that leaves during the warm-up (a 2026 client's server/discover
   // probe on a sibling server, say) is not kept waiting for it.
@@ -255,14 +258,16 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   if (path.backend) path.backend->EndTasks();    // runs no connection waits for any more
   if (path.sessions) path.sessions->Shutdown();  // before the executor's cleaner stops
   if (path.executor) path.executor->Shutdown();
-  if (path.upstreams) {
-    // Nested calls still in flight end now; their channels' threads point
-    // at the metrics and the upstreams, which go when Serve returns.
-    path.upstreams->Abort();
-    if (!ToolChannel::WaitAllEnded(std::chrono::seconds(10))) {
-      log::Warn("tool_channels", {{"why", "a nested call was still going 10 s after shutdown"}});
-    }
+  // Nested calls still in flight end now (their channels' threads point at
+  // the metrics and the upstreams, which go when Serve returns).
+  if (path.upstreams) path.upstreams->Abort();
+  // What is left on the pool was ended above (tasks' runs, tool channels):
+  // it ends within its own bounds. Said if it takes long; never cut short.
+  if (!pool.WaitIdle(std::chrono::seconds(10))) {
+    log::Warn("threads_outlive_shutdown",
+              {{"running", pool.running()}, {"why", "still going 10 s after shutdown began"}});
   }
+  pool.Join();
   zygote.Shutdown();  // then the starter may end
   {
     std::lock_guard<std::mutex> lock(mu);

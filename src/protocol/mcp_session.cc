@@ -40,11 +40,21 @@ json ToolErrorResult(const std::string& message) {
 
 namespace {
 std::atomic<uint64_t> g_next_connection{1};
+
+// The pool of sessions made without the server's (unit tests, the fuzz
+// targets): one for the process, never destroyed, so that a task's run
+// outlives its session there as it does in the server, whose pool main
+// joins at shutdown.
+CallPool& FallbackPool() {
+  static CallPool* pool = new CallPool();
+  return *pool;
+}
 }  // namespace
 
 McpSession::McpSession(ToolBackend& backend, Sender send, Options options)
     : backend_(backend),
       options_(options),
+      pool_(options.pool ? *options.pool : FallbackPool()),
       connection_(g_next_connection++),
       send_(std::move(send)) {}
 
@@ -372,10 +382,21 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
       return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
     }
   }
-  std::thread([this, id, key, token, progress, stateless_era, work = std::move(work)] {
-    json result = work(*token, progress);
-    AnswerCall(id, key, token, stateless_era ? stateless::Complete(std::move(result)) : result);
-  }).detach();
+  const bool started =
+      pool_.Start([this, id, key, token, progress, stateless_era, work = std::move(work)] {
+        json result = work(*token, progress);
+        AnswerCall(id, key, token, stateless_era ? stateless::Complete(std::move(result)) : result);
+      });
+  if (!started) AnswerCall(id, key, token, NoThreadResult(stateless_era));
+}
+
+json McpSession::NoThreadResult(bool stateless_era) {
+  log::Error("call_not_started", {{"why", "no thread"}});
+  json result = ToolErrorResult(
+      "the server could not start a thread for this call (its process limit is reached: too "
+      "many calls or runs at once); the code did not run. Try again when fewer calls are "
+      "running.");
+  return stateless_era ? stateless::Complete(std::move(result)) : result;
 }
 
 void McpSession::AnswerCall(const json& id, const std::string& key,
@@ -436,7 +457,9 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
     if (!call->task.empty()) return store.Progress(call->task, TaskProgressMessage(seconds, m));
     if (progress) progress(seconds, m);
   };
-  std::thread([call, token, routed, stateless_era, &store, work = std::move(work)]() mutable {
+  // The call's job starts the work's job: each can answer for the other
+  // when no thread can be made for it.
+  auto run = [call, token, routed, stateless_era, &store, work = std::move(work)]() mutable {
     json result = work(*token, routed);
     if (stateless_era) result = stateless::Complete(std::move(result));
     work = nullptr;  // what it holds (a session's place in line) goes before the task ends
@@ -450,39 +473,44 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
     const std::string task = call->task;
     lock.unlock();
     store.Finish(task, std::move(result));
-  }).detach();
-  std::thread([this, id, key, token, call, stateless_era, &store] {
-    std::unique_lock<std::mutex> lock(call->mu);
-    if (!call->cv.wait_for(lock, store.options().after, [&] { return call->done; })) {
-      // The task is made and the call leaves calls_ at once (under mu_, so
-      // that no cancel of the call falls in between): from then on
-      // notifications/cancelled and the session's end no longer reach it
-      // (tasks/cancel does). A full store: answered in place, as without
-      // the extension.
-      std::string task;
-      std::optional<json> created;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (!token->cancelled()) created = store.Create(token, &task);
-        if (created) ForgetCallLocked(key, token);
-      }
-      if (created) {
-        call->task = task;
+  };
+  const bool started = pool_.Start(
+      [this, id, key, token, call, stateless_era, &store, run = std::move(run)]() mutable {
+        if (!pool_.Start(std::move(run))) {
+          return AnswerCall(id, key, token, NoThreadResult(stateless_era));
+        }
+        std::unique_lock<std::mutex> lock(call->mu);
+        if (!call->cv.wait_for(lock, store.options().after, [&] { return call->done; })) {
+          // The task is made and the call leaves calls_ at once (under mu_, so
+          // that no cancel of the call falls in between): from then on
+          // notifications/cancelled and the session's end no longer reach it
+          // (tasks/cancel does). A full store: answered in place, as without
+          // the extension.
+          std::string task;
+          std::optional<json> created;
+          {
+            std::lock_guard<std::mutex> l(mu_);
+            if (!token->cancelled()) created = store.Create(token, &task);
+            if (created) ForgetCallLocked(key, token);
+          }
+          if (created) {
+            call->task = task;
+            lock.unlock();
+            json result = stateless_era ? stateless::Complete(std::move(*created)) : *created;
+            result["resultType"] = "task";
+            send_(jsonrpc::Result(id, result));
+            std::lock_guard<std::mutex> l(mu_);
+            --in_flight_;
+            idle_cv_.notify_all();
+            return;
+          }
+        }
+        call->cv.wait(lock, [&] { return call->done; });
+        json result = std::move(call->result);
         lock.unlock();
-        json result = stateless_era ? stateless::Complete(std::move(*created)) : *created;
-        result["resultType"] = "task";
-        send_(jsonrpc::Result(id, result));
-        std::lock_guard<std::mutex> l(mu_);
-        --in_flight_;
-        idle_cv_.notify_all();
-        return;
-      }
-    }
-    call->cv.wait(lock, [&] { return call->done; });
-    json result = std::move(call->result);
-    lock.unlock();
-    AnswerCall(id, key, token, result);
-  }).detach();
+        AnswerCall(id, key, token, result);
+      });
+  if (!started) AnswerCall(id, key, token, NoThreadResult(stateless_era));
 }
 
 // Per request, in both eras: the extension's server "MUST NOT return

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/call_pool.h"
 #include "base/cancel.h"
 #include "protocol/tasks.h"
 
@@ -123,6 +124,10 @@ class McpSession {
     bool stateless = true;
     // Who the transport says sent the messages (CallContext::peer).
     std::string peer = "stdio";
+    // The server's threads for calls (made in main; a task's run outlives
+    // its session, so they are not the session's). nullptr: a pool for the
+    // whole process, never joined (unit tests, the fuzz targets).
+    CallPool* pool = nullptr;
   };
   McpSession(ToolBackend& backend, Sender send) : McpSession(backend, std::move(send), Options{}) {}
   McpSession(ToolBackend& backend, Sender send, Options options);
@@ -188,8 +193,12 @@ class McpSession {
   ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
                                      const std::shared_ptr<CancelToken>& token);
 
+  // A call's answer when no thread could be made for its work.
+  static nlohmann::json NoThreadResult(bool stateless_era);
+
   ToolBackend& backend_;
   const Options options_;
+  CallPool& pool_;
   const uint64_t connection_;
   Sender send_;
   RelatedSender related_;

@@ -317,9 +317,10 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   // The tool channel is served from the moment the runner has its end.
   std::optional<ToolChannel> channel;
   if (tools_) {
-    channel.emplace(
-        tools_, std::move(l.fds.tools), started_at + std::chrono::seconds(req.timeout_s),
-        ToolChannelLimits{config_.max_tool_calls, config_.max_tool_result_bytes}, metrics_);
+    channel.emplace(tools_, std::move(l.fds.tools),
+                    started_at + std::chrono::seconds(req.timeout_s),
+                    ToolChannelLimits{config_.max_tool_calls, config_.max_tool_result_bytes},
+                    metrics_, *tool_pool_);
   }
   RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress,
            resources_.get());

@@ -21,6 +21,7 @@
 #include <thread>
 #include <variant>
 
+#include "base/call_pool.h"
 #include "base/cancel.h"
 #include "base/config.h"
 #include "base/metrics.h"
@@ -85,8 +86,12 @@ class Executor {
   void Shutdown();
 
   // Code mode: the upstreams runs may call through their tool channel
-  // (null: none; the channel is closed at once). Set before serving.
-  void SetToolGateway(std::shared_ptr<ToolGateway> gateway) { tools_ = std::move(gateway); }
+  // (null: none; the channel is closed at once), served on `pool`'s threads
+  // (which outlive every run). Set before serving.
+  void SetToolGateway(std::shared_ptr<ToolGateway> gateway, CallPool& pool) {
+    tools_ = std::move(gateway);
+    tool_pool_ = &pool;
+  }
   bool has_tools() const { return tools_ != nullptr; }
 
   const std::string& base_dir() const { return base_dir_; }
@@ -168,6 +173,7 @@ class Executor {
   bool stopping_ = false;
   std::thread cleaner_;
   std::shared_ptr<ToolGateway> tools_;
+  CallPool* tool_pool_ = nullptr;
 };
 
 }  // namespace mcpexec

@@ -16,8 +16,6 @@ namespace mcpexec {
 
 namespace {
 
-std::atomic<int> g_live_threads{0};
-
 int MillisUntil(std::chrono::steady_clock::time_point t) {
   auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(t - std::chrono::steady_clock::now())
@@ -179,7 +177,7 @@ struct ToolChannel::State {
 
 ToolChannel::ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
                          std::chrono::steady_clock::time_point deadline, ToolChannelLimits limits,
-                         Metrics* metrics)
+                         Metrics* metrics, CallPool& pool)
     : state_(std::make_shared<State>()) {
   state_->gateway = std::move(gateway);
   state_->fd = std::move(fd);
@@ -187,16 +185,19 @@ ToolChannel::ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
   state_->deadline = deadline;
   state_->limits = limits;
   state_->metrics = metrics;
-  // Detached: a call in flight when the run ends finishes by the deadline
-  // on its own, holding the state (and the gateway) alive until then.
-  ++g_live_threads;
-  std::thread([s = state_] {
+  // Not tied to this object: a call in flight when the run ends finishes by
+  // the deadline on its own, holding the state (and the gateway) alive
+  // until then; the pool's owner waits for it at shutdown.
+  const bool started = pool.Start([s = state_] {
     s->Serve();
     // However it ended, the run's end sees EOF: a call it still makes, or
     // an answer it waits for, fails at once instead of hanging.
     shutdown(s->fd.get(), SHUT_RDWR);
-    --g_live_threads;
-  }).detach();
+  });
+  if (!started) {
+    log::Error("tool_channel_not_served", {{"why", "no thread"}});
+    shutdown(state_->fd.get(), SHUT_RDWR);
+  }
 }
 
 ToolChannel::~ToolChannel() { Stop(); }
@@ -205,15 +206,6 @@ void ToolChannel::Stop() {
   if (state_->stopped.exchange(true)) return;
   uint64_t one = 1;
   (void)!write(state_->stop.get(), &one, sizeof one);
-}
-
-bool ToolChannel::WaitAllEnded(std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (g_live_threads.load() > 0) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 int64_t ToolChannel::calls() const { return state_->calls.load(); }

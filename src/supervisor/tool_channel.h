@@ -1,6 +1,6 @@
 // A run's way to other MCP servers' tools (code mode): one end of a socket
 // pair the supervisor made for this run or cell, the other end served here
-// on a thread of its own. Frames both ways are a little-endian u32 length
+// on a thread of the server's call pool. Frames both ways are a little-endian u32 length
 // then that much JSON:
 //   run -> here: {"id": N, "op": "list"} | {"id": N, "op": "call", "server",
 //                "tool", "arguments"}
@@ -20,8 +20,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <thread>
 
+#include "base/call_pool.h"
 #include "base/metrics.h"
 #include "base/tool_gateway.h"
 #include "base/unique_fd.h"
@@ -35,10 +35,12 @@ struct ToolChannelLimits {
 
 class ToolChannel {
  public:
-  // Serves fd (the supervisor's end) until Stop() or the run closes its end.
+  // Serves fd (the supervisor's end) on a thread of `pool` until Stop() or
+  // the run closes its end. With no thread to be had (the process limit)
+  // the channel is closed at once: the run's calls fail, the run goes on.
   ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
               std::chrono::steady_clock::time_point deadline, ToolChannelLimits limits,
-              Metrics* metrics);
+              Metrics* metrics, CallPool& pool);
   ~ToolChannel();
   ToolChannel(const ToolChannel&) = delete;
   ToolChannel& operator=(const ToolChannel&) = delete;
@@ -49,11 +51,6 @@ class ToolChannel {
   // Calls the run made (each one past the first max_calls is refused and not
   // counted).
   int64_t calls() const;
-
-  // Waits until every channel's thread has ended (a call in flight ends by
-  // its run's deadline, or at once once the gateway aborted it), at most
-  // `timeout`. True when none is left: what they point at may then go.
-  static bool WaitAllEnded(std::chrono::milliseconds timeout);
 
   // The largest frame a run may send: the arguments of one call and a little.
   static int64_t MaxRequestBytes(const ToolChannelLimits& l);

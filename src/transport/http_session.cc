@@ -1,9 +1,5 @@
 #include "transport/http_session.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include <algorithm>
 #include <cstdlib>
 
@@ -40,12 +36,14 @@ bool IsProgress(const json& m) {
 
 // ------------------------------------------------------------ HttpSession
 
-HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless, const std::string& peer)
+HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless, const std::string& peer,
+                         CallPool* pool)
     // Protocol 2026-07-28 over HTTP is routed before a session is found; a
     // session an initialize made speaks 2025 only.
     : legacy_(legacy),
       mcp_(
-          backend, [this](const json& m) { Route(m); }, McpSession::Options{stateless, peer}) {
+          backend, [this](const json& m) { Route(m); },
+          McpSession::Options{stateless, peer, pool}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
     mcp_.SetRelatedSender(
@@ -247,8 +245,8 @@ std::string RandomSessionId() {
   return id;
 }
 
-SessionTable::SessionTable(size_t max, NewId new_id)
-    : max_(max), share_(std::max<size_t>(1, max / 2)), new_id_(std::move(new_id)) {}
+SessionTable::SessionTable(size_t max, NewId new_id, CallPool* pool)
+    : max_(max), share_(std::max<size_t>(1, max / 2)), new_id_(std::move(new_id)), pool_(pool) {}
 
 std::map<std::string, std::shared_ptr<HttpSession>>::iterator SessionTable::IdleVictimLocked(
     const std::string* from) {
@@ -312,7 +310,7 @@ std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBa
       map_.erase(victim);
     }
     std::string id = new_id_();
-    auto s = std::make_shared<HttpSession>(backend, legacy, false, client);
+    auto s = std::make_shared<HttpSession>(backend, legacy, false, client, pool_);
     s->client = client;
     map_[id] = s;
     made = {id, s};
@@ -380,20 +378,6 @@ std::vector<std::shared_ptr<HttpSession>> TakeFinished(
   return done;
 }
 
-void Leak(std::vector<std::shared_ptr<HttpSession>>& list) {
-  auto* leaked = new std::vector<std::shared_ptr<HttpSession>>(std::move(list));
-#if defined(__SANITIZE_ADDRESS__)
-  // On purpose (the process is about to exit, and a call thread may still
-  // use them): LeakSanitizer is told so, as Chromium's
-  // ANNOTATE_LEAKING_OBJECT_PTR does, instead of failing the sanitizer leg
-  // whenever a loaded machine makes shutdown take this path.
-  __lsan_ignore_object(leaked);
-#else
-  (void)leaked;
-#endif
-  list.clear();
-}
-
 size_t SessionTable::Reap() {
   std::vector<std::shared_ptr<HttpSession>> done;  // destroyed after the lock
   std::lock_guard<std::mutex> lock(mu_);
@@ -423,9 +407,10 @@ void SessionTable::CloseAll() {
   for (auto& s : all) s->Close();
 }
 
-void SessionTable::Abandon() {
+void SessionTable::DestroyClosed() {
+  std::vector<std::shared_ptr<HttpSession>> closed;  // destroyed after the lock
   std::lock_guard<std::mutex> lock(mu_);
-  Leak(closing_);
+  closed.swap(closing_);
 }
 
 }  // namespace mcpexec

@@ -60,8 +60,9 @@ class HttpSession {
   // stateless: the session of one POST of protocol 2026-07-28
   // (transport/http_stateless.h); else one an initialize opened, of 2025.
   // peer: the address that opened it (CallContext::peer of its calls).
+  // pool: the server's threads for calls (McpSession::Options::pool).
   HttpSession(ToolBackend& backend, bool legacy, bool stateless = false,
-              const std::string& peer = "");
+              const std::string& peer = "", CallPool* pool = nullptr);
 
   bool legacy() const { return legacy_; }
 
@@ -124,9 +125,6 @@ class HttpSession {
 // are over, for the caller to destroy once its lock is released.
 std::vector<std::shared_ptr<HttpSession>> TakeFinished(
     std::vector<std::shared_ptr<HttpSession>>& list);
-// Process exit with calls that never ended: the sessions in `list` are kept
-// (never destroyed), so that a late call thread still finds its session.
-void Leak(std::vector<std::shared_ptr<HttpSession>>& list);
 
 // A session id: 32 hex digits from getrandom().
 std::string RandomSessionId();
@@ -137,7 +135,8 @@ std::string RandomSessionId();
 class SessionTable {
  public:
   using NewId = std::function<std::string()>;
-  SessionTable(size_t max, NewId new_id);
+  // pool: the server's threads for the sessions' calls.
+  SessionTable(size_t max, NewId new_id, CallPool* pool = nullptr);
   // One client (its address) cannot lock every other out of the sessions
   // (256 initialize in 0.1 s did, for the idle timeout): a client at its
   // share, half of them, that opens another loses its own least recently
@@ -159,9 +158,9 @@ class SessionTable {
   std::vector<std::shared_ptr<HttpSession>> All();
   size_t size();
   void CloseAll();
-  // The sessions whose calls never ended: kept (never destroyed) so that a
-  // late call thread finds its session, when the process is about to exit.
-  void Abandon();
+  // Destroys every closed session; each first waits for its calls, which
+  // CloseAll cancelled (they end within the executor's own bounds).
+  void DestroyClosed();
 
  private:
   // With mu_ held: the idle session of `from` (null: of any client) used
@@ -171,6 +170,7 @@ class SessionTable {
 
   const size_t max_, share_;
   const NewId new_id_;
+  CallPool* const pool_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<HttpSession>> map_;
   std::vector<std::shared_ptr<HttpSession>> closing_;

@@ -58,7 +58,7 @@ std::optional<http::Response> CheckStatelessPost(
 }
 
 std::shared_ptr<HttpSession> StatelessCalls::Open(ToolBackend& backend, const std::string& client) {
-  auto session = std::make_shared<HttpSession>(backend, false, true, client);
+  auto session = std::make_shared<HttpSession>(backend, false, true, client, pool_);
   session->client = client;
   std::lock_guard<std::mutex> lock(mu_);
   live_.push_back(session);
@@ -77,9 +77,10 @@ size_t StatelessCalls::Reap() {
   return live_.size();
 }
 
-void StatelessCalls::Abandon() {
+void StatelessCalls::DestroyAll() {
+  std::vector<std::shared_ptr<HttpSession>> all;  // destroyed after the lock
   std::lock_guard<std::mutex> lock(mu_);
-  Leak(live_);
+  all.swap(live_);
 }
 
 }  // namespace mcpexec

@@ -36,15 +36,19 @@ std::optional<http::Response> CheckStatelessPost(
 // and its count of calls in flight see them as they see the 2025 sessions.
 class StatelessCalls {
  public:
+  // pool: the server's threads for the calls.
+  explicit StatelessCalls(CallPool* pool = nullptr) : pool_(pool) {}
   std::shared_ptr<HttpSession> Open(ToolBackend& backend, const std::string& client);
   std::vector<std::shared_ptr<HttpSession>> All();
   // Destroys those whose POST is over (nothing but this list holds them and
   // no call runs). Returns how many remain.
   size_t Reap();
-  // Process exit with calls that never ended: kept, never destroyed.
-  void Abandon();
+  // Destroys them all; each first waits for its call, which the drain
+  // ended.
+  void DestroyAll();
 
  private:
+  CallPool* const pool_;
   std::mutex mu_;
   std::vector<std::shared_ptr<HttpSession>> live_;
 };

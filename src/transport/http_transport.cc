@@ -114,12 +114,13 @@ http::Limits LimitsFor(const Config& config) {
 }
 
 HttpTransport::HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
-                             SessionTable::NewId new_session_id)
+                             SessionTable::NewId new_session_id, CallPool* pool)
     : tools_(tools),
       health_(health),
       config_(config),
       listen_(http_policy::ParseAddr(config.addr)),
-      sessions_(static_cast<size_t>(config.max_sessions), std::move(new_session_id)),
+      sessions_(static_cast<size_t>(config.max_sessions), std::move(new_session_id), pool),
+      stateless_(pool),
       param_headers_(mcp_headers::ParamHeaderDecls(tools.ToolDescriptor()["inputSchema"])),
       cors_allow_headers_(CorsAllowHeaders(param_headers_)),
       server_(*this, LimitsFor(config)) {}
@@ -736,25 +737,16 @@ int HttpTransport::Run(int signal_fd) {
   Drain();
   server_.Stop();
   sessions_.CloseAll();
-  // The closed sessions' call threads end (they were cancelled); a session
-  // is destroyed only after its last call.
-  auto reaped_by = Clock::now() + std::chrono::seconds(5);
-  while (sessions_.Reap() > 0 && Clock::now() < reaped_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  while (stateless_.Reap() > 0 && Clock::now() < reaped_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (sessions_.Reap() > 0 || stateless_.Reap() > 0) {
-    log::Warn("calls_outlived_shutdown", {});
-    sessions_.Abandon();
-    stateless_.Abandon();
-  }
+  // Every session is destroyed here: each waits for its calls (cancelled
+  // by CloseAll and the drain, they end within the executor's bounds).
+  sessions_.DestroyClosed();
+  stateless_.DestroyAll();
   return 0;
 }
 
-int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd) {
-  HttpTransport transport(tools, health, config);
+int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd,
+              CallPool* pool) {
+  HttpTransport transport(tools, health, config, RandomSessionId, pool);
   return transport.Run(signal_fd);
 }
 

@@ -35,8 +35,10 @@ class HttpTransport final : public http::Handler {
  public:
   // new_session_id: where session ids come from (random; a fuzz target
   // counts instead).
+  // pool: the server's threads for calls (made in main; nullptr: the
+  // sessions' fallback, McpSession::Options::pool).
   HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
-                SessionTable::NewId new_session_id = RandomSessionId);
+                SessionTable::NewId new_session_id = RandomSessionId, CallPool* pool = nullptr);
 
   // Serves until a termination signal arrives on signal_fd (see ServeHttp).
   int Run(int signal_fd);
@@ -109,6 +111,7 @@ class HttpTransport final : public http::Handler {
 // work, lets running calls finish for the grace period, ends the rest with
 // an answer to each and returns 0. Returns 1 (after logging why) if it
 // cannot listen.
-int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd);
+int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd,
+              CallPool* pool = nullptr);
 
 }  // namespace mcpexec

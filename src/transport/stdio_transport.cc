@@ -62,9 +62,13 @@ void DrainAfterEof(McpSession& session, const Config& config, int out_fd, int si
 
 }  // namespace
 
-int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd) {
+int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd,
+               CallPool* pool) {
   LineWriter writer(out_fd);
-  McpSession session(backend, [&writer](const nlohmann::json& m) { writer.Send(m); });
+  McpSession::Options options;
+  options.pool = pool;
+  McpSession session(
+      backend, [&writer](const nlohmann::json& m) { writer.Send(m); }, options);
   const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(config));
   std::string buf;
   bool discarding = false;  // inside an oversized line: drop until its newline

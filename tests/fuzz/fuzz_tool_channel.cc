@@ -96,9 +96,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) Fail("socketpair");
   mcpexec::UniqueFd run(pair[1]);
   const mcpexec::ToolChannelLimits limits{4, 4096};
+  mcpexec::CallPool pool;
   auto channel = std::make_unique<mcpexec::ToolChannel>(
       std::make_shared<Gateway>(), mcpexec::UniqueFd(pair[0]),
-      std::chrono::steady_clock::now() + std::chrono::seconds(10), limits, &metrics);
+      std::chrono::steady_clock::now() + std::chrono::seconds(10), limits, &metrics, pool);
   // The run writes everything, then closes its writing side.
   std::thread writer([&] {
     size_t done = 0;
@@ -125,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   writer.join();
   channel->Stop();
   channel.reset();
-  if (!mcpexec::ToolChannel::WaitAllEnded(std::chrono::seconds(15))) Fail("a thread outlived it");
+  if (!pool.WaitIdle(std::chrono::seconds(15))) Fail("a thread outlived it");
   // Every answer: a whole frame, bounded, an object with id and ok.
   size_t at = 0;
   while (got.size() - at >= 4) {

@@ -1,6 +1,7 @@
 #include "protocol/mcp_session.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include "base/config.h"
 #include "protocol/stateless.h"
 #include "tool/contract.h"
+#include "without_threads.h"
 
 namespace mcpexec {
 namespace {
@@ -411,6 +413,40 @@ TEST(SessionLifetimeTest, NoCallThreadOutlivesItsSession) {
     ASSERT_TRUE(backend.started) << "the call never reached the backend";
   }  // the destructor cancels the call and must wait for its thread, however long
   EXPECT_TRUE(backend.finished) << "the session was destroyed while its call thread still ran";
+}
+
+// At the process limit (runs that keep the server's uid share it) no thread
+// can be made for a call: the call is answered with a tool error that says
+// so, the code never runs, and the session goes on.
+TEST(SessionWithoutThreadsTest, ACallWithNoThreadToRunOnIsAnsweredAndTheSessionGoesOn) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to take an unprivileged uid in a child";
+  const int status = testing::RunWithoutThreads([] {
+    FakeBackend backend;
+    std::vector<json> sent;  // answered on this thread: no other exists
+    McpSession session(backend, [&](const json& m) { sent.push_back(m); });
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 0},
+                    {"method", "initialize"},
+                    {"params", {{"protocolVersion", "2025-06-18"}}}});
+    session.Handle({{"jsonrpc", "2.0"},
+                    {"id", 1},
+                    {"method", "tools/call"},
+                    {"params", {{"name", "exec"}, {"arguments", {{"code", "print(1)"}}}}}});
+    if (sent.size() != 2) return 12;
+    const json& answer = sent[1];
+    if (answer.value("id", json()) != 1 || !answer.contains("result")) return 13;
+    const json& result = answer["result"];
+    if (!result.value("isError", false)) return 14;
+    const std::string text = result["content"][0].value("text", "");
+    if (text.find("could not start a thread") == std::string::npos) return 15;
+    if (session.in_flight() != 0) return 16;
+    session.Handle({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}});
+    if (sent.size() != 3 || sent[2].value("id", json()) != 2) return 17;
+    return 0;
+  });
+  EXPECT_EQ(status, 0)
+      << "1 no uid or limit, 12 not answered at once, 13 no result, 14 not an error, 15 the "
+         "error does not say why, 16 still counted, 17 the session stopped answering";
 }
 
 }  // namespace

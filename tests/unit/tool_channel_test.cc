@@ -108,13 +108,13 @@ class ToolChannelTest : public ::testing::Test {
     channel_.reset();
     gateway_->Release();
     run_.Reset();
-    EXPECT_TRUE(ToolChannel::WaitAllEnded(10s)) << "a channel's thread outlived its test";
+    EXPECT_TRUE(pool_.WaitIdle(10s)) << "a channel's thread outlived its test";
   }
 
   ToolChannel& Start(ToolChannelLimits limits = {}, Clock::duration timeout = 30s) {
     deadline_ = Clock::now() + timeout;
     channel_ = std::make_unique<ToolChannel>(gateway_, std::move(server_end_), deadline_, limits,
-                                             &metrics_);
+                                             &metrics_, pool_);
     return *channel_;
   }
 
@@ -164,6 +164,7 @@ class ToolChannelTest : public ::testing::Test {
   Metrics metrics_;
   UniqueFd run_, server_end_;
   Clock::time_point deadline_;
+  CallPool pool_;  // joined before what its threads point at goes
   std::unique_ptr<ToolChannel> channel_;
 };
 
@@ -372,14 +373,14 @@ TEST_F(ToolChannelTest, StopEndsAnIdleChannelAndTheRunReadsEof) {
   Start();
   channel_->Stop();
   EXPECT_TRUE(SeesEof());
-  EXPECT_TRUE(ToolChannel::WaitAllEnded(10s));
+  EXPECT_TRUE(pool_.WaitIdle(10s));
   channel_->Stop();  // a second Stop is harmless
 }
 
 TEST_F(ToolChannelTest, ARunThatClosesItsEndEndsTheChannelsThread) {
   Start();
   run_.Reset();
-  EXPECT_TRUE(ToolChannel::WaitAllEnded(10s));
+  EXPECT_TRUE(pool_.WaitIdle(10s));
 }
 
 TEST_F(ToolChannelTest, ACallInFlightOutlivesTheChannelAndEndsWhenTheGatewayAnswers) {
@@ -391,9 +392,9 @@ TEST_F(ToolChannelTest, ACallInFlightOutlivesTheChannelAndEndsWhenTheGatewayAnsw
   const auto before = Clock::now();
   channel_.reset();
   EXPECT_LT(Clock::now() - before, 1s) << "ending a channel never waits for a call";
-  EXPECT_FALSE(ToolChannel::WaitAllEnded(50ms)) << "the call's thread is still in the gateway";
+  EXPECT_FALSE(pool_.WaitIdle(50ms)) << "the call's thread is still in the gateway";
   gateway_->Release();
-  EXPECT_TRUE(ToolChannel::WaitAllEnded(10s));
+  EXPECT_TRUE(pool_.WaitIdle(10s));
   // Then the run's end sees the channel end (after the late answer, when
   // the socket still took it: no run reads it once its run has ended).
   if (auto late = Next()) {
