@@ -94,7 +94,6 @@ class Executor {
   }
   bool has_tools() const { return tools_ != nullptr; }
 
-  const std::string& base_dir() const { return base_dir_; }
   // What runs left for resources/read; null when MCP_EXEC_RESOURCE_STORE_MB
   // is 0 (or before Init).
   ResourceStore* resources() const { return resources_.get(); }

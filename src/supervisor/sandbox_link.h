@@ -27,8 +27,6 @@ struct RunSlot {
   static std::shared_ptr<RunSlot> Make();
   std::mutex mu;
   std::condition_variable cv;
-  bool started = false;
-  pid_t pid = 0;
   std::string cgroup;  // the run's cgroup's name, "" without the cgroup layer
   bool exited = false;
   int wait_status = 0;

@@ -329,9 +329,7 @@ void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
   }
   std::lock_guard<std::mutex> lock(slot->mu);
   if (h.type == wire::Type::kStarted) {
-    slot->started = true;
-    slot->pid = static_cast<pid_t>(h.value);
-    slot->cgroup = payload;
+    slot->cgroup = payload;  // (h.value, the run's pid, is the zygote's to use)
   } else if (h.type == wire::Type::kExited) {
     slot->exited = true;
     slot->wait_status = static_cast<int>(h.value);

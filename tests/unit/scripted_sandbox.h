@@ -238,8 +238,6 @@ class ScriptedSandbox : public SandboxLink {
     }
     if (launched) {
       std::lock_guard<std::mutex> lock(run->slot->mu);
-      run->slot->started = true;
-      run->slot->pid = 4242;
       run->slot->Notify();
       if (s.verdict != RunScript::Verdict::kNone) {
         wire::LockdownVerdict v{};
