@@ -11,12 +11,11 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <string>
+
+#include "embed/runtime_source.h"
 
 namespace py = pybind11;
-
-namespace mcpexec {
-extern const char kRuntimeSource[];  // runtime_source.cc, generated from python_runtime/
-}
 
 namespace mcpexec::embed {
 
@@ -107,17 +106,43 @@ bool InitInterpreter(bool huge_arenas, std::string* error) {
 
 namespace {
 
+// The package mcp_exec_runtime from the sources compiled in: each module is
+// put in sys.modules before it runs, as an import would, so the relative
+// imports between them find it there (no finder, no file).
 py::object LoadRuntime() {
   py::module_ types = py::module_::import("types");
-  py::object mod = types.attr("ModuleType")("mcp_exec_runtime");
   py::object builtins = py::module_::import("builtins");
-  // The runtime hides its own frames from tracebacks by this name.
+  py::object modules = py::module_::import("sys").attr("modules");
+  // The runtime hides its own frames from tracebacks by this name (every
+  // module's), and the server's crash report drops them by it too.
   const char* filename = "<mcp_exec_runtime>";
-  mod.attr("__file__") = filename;
-  py::object code = builtins.attr("compile")(py::str(kRuntimeSource), filename, "exec");
-  builtins.attr("exec")(code, mod.attr("__dict__"));
-  py::module_::import("sys").attr("modules")["mcp_exec_runtime"] = mod;
-  return mod;
+  const char* package_name = "mcp_exec_runtime";
+  auto load = [&](const RuntimeModule& m, py::object into) {
+    py::object code = builtins.attr("compile")(py::str(m.source), filename, "exec");
+    builtins.attr("exec")(code, into.attr("__dict__"));
+  };
+  py::object package = types.attr("ModuleType")(package_name);
+  package.attr("__file__") = filename;
+  package.attr("__path__") = py::list();
+  package.attr("__package__") = package_name;
+  modules[package_name] = package;
+  const RuntimeModule* init = nullptr;
+  for (size_t i = 0; i < kRuntimeModuleCount; ++i) {
+    const RuntimeModule& m = kRuntimeModules[i];
+    if (std::string(m.name) == "__init__") {
+      init = &m;
+      continue;
+    }
+    const std::string full = std::string(package_name) + "." + m.name;
+    py::object mod = types.attr("ModuleType")(full);
+    mod.attr("__file__") = filename;
+    mod.attr("__package__") = package_name;
+    modules[py::str(full)] = mod;
+    load(m, mod);
+    package.attr(m.name) = mod;
+  }
+  if (init != nullptr) load(*init, package);
+  return package;
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ struct Header {
 };
 
 // Order of the fds that travel with kRun. kResults: the runtime's figures,
-// files and last value, as records (python_runtime/mcp_exec_runtime.py);
+// files and last value, as records (python_runtime/mcp_exec_runtime/results.py);
 // kCode: a sealed memfd holding a RunBundle; kTools: a stream socket whose
 // other end only the supervisor holds (code mode's calls to other servers).
 enum RunFd {

@@ -233,7 +233,7 @@ TEST_F(SessionEndTest, ACellRulesItsOwnSessionOnlyAndTheDescriptionSaysSo) {
 import mcp_exec_runtime as rt
 def forged(code, main, filename="main.py"):
     print("forged")
-rt._execute = forged
+rt.runner._execute = forged  # where a cell's run looks it up
 )",
                       {{"session", "taken"}});
   ASSERT_EQ(taken["exit_code"], 0) << taken.dump();

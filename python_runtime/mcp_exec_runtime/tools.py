@@ -1,0 +1,323 @@
+"""Code mode: ``import mcp_tools`` calls other MCP servers' tools."""
+
+import errno
+import json
+import os
+import re
+import struct
+import threading
+import types
+
+from . import results as _results
+
+#
+# The run's only way out is the tool channel the supervisor made for it (a
+# socket pair: no network); frames are a little-endian u32 length and JSON
+# (supervisor/tool_channel.h). The supervisor decides everything that
+# matters (which tools, their arguments, the count, the result's size); this
+# side only asks and unpacks.
+
+
+class ToolError(Exception):
+    """A nested tool call that gave no value: the tool reported an error, it is
+    not allowed, its arguments do not fit its schema, or a limit was passed.
+    The message says which, in plain words."""
+
+
+ToolError.__module__ = "mcp_tools"  # as tracebacks and the agent should name it
+_tools = {"lock": threading.Lock(), "next": 1, "catalog": None}
+
+
+def _tools_io(frame):
+    fd = _results._limits.get("tools_fd", -1)
+    with _tools["lock"]:
+        frame_id = _tools["next"]
+        _tools["next"] += 1
+        body = json.dumps(dict(frame, id=frame_id)).encode()
+        limit = _results._limits.get("max_tool_frame_bytes", 0)
+        if limit and len(body) > limit:
+            raise ToolError("this call's arguments take %d bytes, more than the %d one call may "
+                            "send (MCP_EXEC_MAX_TOOL_RESULT_BYTES sets it); pass less per call"
+                            % (len(body), limit))
+        try:
+            data = struct.pack("<I", len(body)) + body
+            while data:
+                data = data[os.write(fd, data):]
+            head = _read_exactly(fd, 4)
+            reply = _read_exactly(fd, struct.unpack("<I", head)[0])
+        except OSError as e:
+            raise ToolError("the tool channel is closed (%s): tools can be called only while "
+                            "an exec call runs" % (e.strerror or e)) from None
+    try:
+        answer = json.loads(reply)
+    except ValueError:
+        raise ToolError("the tool channel sent something that is not JSON") from None
+    if not answer.get("ok"):
+        raise ToolError(answer.get("error") or "the call was refused")
+    return answer.get("value")
+
+
+def _read_exactly(fd, n):
+    out = b""
+    while len(out) < n:
+        got = os.read(fd, n - len(out))
+        if not got:
+            raise OSError(errno.EPIPE, "the server closed it")
+        out += got
+    return out
+
+
+def _unpack(value):
+    """Content items with base64 data (images, audio, blob resources) get it
+    as bytes."""
+    if isinstance(value, list):
+        import base64
+
+        for item in value:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") in ("image", "audio") and isinstance(item.get("data"), str):
+                try:
+                    item["data"] = base64.b64decode(item["data"])
+                except ValueError:
+                    pass
+            res = item.get("resource")
+            if isinstance(res, dict) and isinstance(res.get("blob"), str):
+                try:
+                    res["blob"] = base64.b64decode(res["blob"])
+                except ValueError:
+                    pass
+    return value
+
+
+def _tool_call(server, tool, arguments=None):
+    """Calls TOOL of upstream SERVER (the exact names the servers use) with the
+    arguments dict. Returns its structuredContent, else its text, else its
+    content items; raises mcp_tools.ToolError when there is no value."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolError("arguments must be a dict, not %s" % type(arguments).__name__)
+    if not isinstance(server, str) or not isinstance(tool, str):
+        raise ToolError("server and tool must be strings")
+    try:
+        json.dumps(arguments)
+    except (TypeError, ValueError) as e:
+        raise ToolError("the arguments cannot be sent as JSON: %s" % e) from None
+    return _unpack(_tools_io({"op": "call", "server": server, "tool": tool,
+                              "arguments": arguments}))
+
+
+def _py_name(name):
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not out or out[0].isdigit():
+        out = "_" + out
+    return out
+
+
+# JSON Schema's types, as Python has them (a bool is no number here).
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+               "array": (list, tuple), "object": (dict,), "null": (type(None),)}
+
+
+def _schema_types(prop):
+    """The JSON types a property's schema names ([] when it names none)."""
+    t = prop.get("type") if isinstance(prop, dict) else None
+    if isinstance(t, str):
+        return [t]
+    return [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
+
+
+def _fits(value, types):
+    for t in types:
+        if t not in _JSON_TYPES:
+            return True  # a type this check does not know: the server's to judge
+        if isinstance(value, bool) and t in ("integer", "number"):
+            continue
+        if t == "integer" and isinstance(value, float) and value.is_integer():
+            return True
+        if isinstance(value, _JSON_TYPES[t]):
+            return True
+    return not types
+
+
+def _check_arguments(server, name, schema, arguments):
+    """The mistakes an agent makes with a tool's arguments, named before the
+    call goes out: a keyword the tool does not take (with the nearest it
+    does), a required one missing, a value of another type (what the schema
+    wants, and what came). The server checks the rest."""
+    import difflib
+
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return
+    required = [r for r in schema.get("required") or [] if isinstance(r, str)]
+
+    def takes():
+        return ", ".join("%s (%s%s)" % (p, "|".join(_schema_types(props[p])) or "any",
+                                        ", required" if p in required else "")
+                         for p in props)
+
+    why = None
+    if schema.get("additionalProperties") is False:
+        for key in arguments:
+            if key not in props:
+                close = difflib.get_close_matches(key, list(props), n=1)
+                why = "it takes no argument %r%s; it takes: %s" % (
+                    key, " (did you mean %s?)" % close[0] if close else "", takes())
+                break
+    if why is None:
+        for key in required:
+            if key not in arguments and key in props:
+                why = "%s (%s) is required; it takes: %s" % (
+                    key, "|".join(_schema_types(props[key])) or "any", takes())
+                break
+    if why is None:
+        for key, value in arguments.items():
+            types = _schema_types(props.get(key))
+            if key in props and not _fits(value, types):
+                shown = repr(value)
+                why = "%s must be %s, not %s (%s)" % (
+                    key, " or ".join(("an " if t[0] in "aeiou" else "a ") + t for t in types),
+                    type(value).__name__, shown if len(shown) <= 40 else shown[:37] + "...")
+                break
+    if why is not None:
+        raise ToolError("bad arguments for %s.%s: %s" % (server, name, why))
+
+
+def _returns_text(tool):
+    """What a call of the tool returns, for help(): its outputSchema's fields
+    when it has one."""
+    out = tool.get("outputSchema")
+    props = out.get("properties") if isinstance(out, dict) else None
+    if isinstance(props, dict) and props:
+        return "Returns a dict: {%s}." % ", ".join(
+            "%r: %s" % (k, "|".join(_schema_types(v)) or "any") for k, v in props.items())
+    return ("Returns its structured content when it gives one, else its text (a str), else its "
+            "content items (a list of dicts).")
+
+
+def _tool_function(server, tool):
+    import inspect
+    import keyword
+
+    name, schema = tool["name"], tool.get("inputSchema") or {}
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+
+    def call_tool(*args, **kwargs):
+        if args:
+            if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+                _check_arguments(server, name, schema, args[0])
+                return _tool_call(server, name, args[0])
+            raise TypeError("%s takes keyword arguments (or one dict of them)" % name)
+        _check_arguments(server, name, schema, kwargs)
+        return _tool_call(server, name, kwargs)
+
+    params = []
+    for prop in sorted(props, key=lambda p: p not in required):
+        if not prop.isidentifier() or keyword.iskeyword(prop):
+            continue
+        default = inspect.Parameter.empty if prop in required else props[prop].get(
+            "default", None) if isinstance(props[prop], dict) else None
+        params.append(inspect.Parameter(prop, inspect.Parameter.KEYWORD_ONLY, default=default))
+    if any(not p.isidentifier() or keyword.iskeyword(p) for p in props):
+        params.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+    call_tool.__signature__ = inspect.Signature(params)
+    call_tool.__name__ = call_tool.__qualname__ = _py_name(name)
+    call_tool.__module__ = "mcp_tools." + _py_name(server)
+    call_tool.__doc__ = "%s\n\n%s\n\nUpstream %r, tool %r. Input schema:\n%s" % (
+        tool.get("description") or "(no description)", _returns_text(tool), server, name,
+        json.dumps(schema, indent=2, sort_keys=True))
+    return call_tool
+
+
+class _ServerTools(types.ModuleType):
+    """An upstream's tools as functions: help() lists exactly them (their
+    signatures, descriptions and what they return), dir() names them, and a
+    name that is not one of them says which are."""
+
+    def __repr__(self):
+        return "<%s: %s>" % (self.__name__, ", ".join(self.__all__))
+
+    def __dir__(self):
+        return list(self.__all__)
+
+    def __getattr__(self, name):  # only for a name that is not there
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import difflib
+
+        close = difflib.get_close_matches(name, self.__all__, n=1)
+        raise AttributeError("%s has no tool %r%s; its tools: %s (a tool that is not allowed "
+                             "is not there)" % (self.__name__, name,
+                                                " (did you mean %s?)" % close[0] if close else "",
+                                                ", ".join(self.__all__) or "none"))
+
+
+def _server_namespace(server, tools):
+    ns = _ServerTools("mcp_tools." + _py_name(server))
+    names = []
+    for tool in tools:
+        py = _py_name(tool["name"])
+        if py in names or py.startswith("_"):
+            continue  # a name that collides: reachable through mcp_tools.call()
+        setattr(ns, py, _tool_function(server, tool))
+        names.append(py)
+    ns.__all__ = names
+    ns.__doc__ = "The tools of upstream %r (%d): %s. Call one as mcp_tools.%s.TOOL(**arguments)." % (
+        server, len(names), ", ".join(names) or "none", _py_name(server))
+    return ns
+
+
+def _build_tools_module(catalog):
+    mod = types.ModuleType("mcp_tools", "Other MCP servers' tools, callable from the run: "
+                           "mcp_tools.SERVER.TOOL(**arguments) or mcp_tools.call(SERVER, TOOL, "
+                           "arguments). Servers: %s." % ", ".join(
+                               _py_name(s) for s in catalog) or "none")
+    mod.ToolError = ToolError
+    mod.call = _tool_call
+    mod.servers = {}
+
+    def missing(name):  # PEP 562: only for a name the module does not have
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import difflib
+
+        known = [_py_name(s) for s in catalog]
+        close = difflib.get_close_matches(name, known, n=1)
+        raise AttributeError("mcp_tools has no upstream %r%s; its upstreams: %s" % (
+            name, " (did you mean %s?)" % close[0] if close else "", ", ".join(known) or "none"))
+
+    mod.__getattr__ = missing
+    for server, entry in catalog.items():
+        ns = _server_namespace(server, entry.get("tools") or [])
+        mod.servers[server] = [t["name"] for t in entry.get("tools") or []]
+        setattr(mod, _py_name(server), ns)
+    return mod
+
+
+class _ToolsFinder:
+    """`import mcp_tools`: built on first import from the catalog the
+    supervisor sends over the channel (first on sys.meta_path: a file named
+    mcp_tools.py in the working directory does not shadow it)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "mcp_tools":
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        if _tools["catalog"] is None:
+            try:
+                _tools["catalog"] = _tools_io({"op": "list"}) or {}
+            except ToolError as e:
+                raise ImportError("mcp_tools is not available: this server has no upstream MCP "
+                                  "servers (MCP_EXEC_UPSTREAMS is not set), or %s" % e,
+                                  name="mcp_tools") from None
+        return _build_tools_module(_tools["catalog"])
+
+    def exec_module(self, module):
+        pass
