@@ -80,12 +80,29 @@ void Connection::Refuse(int status, std::string text) {
 }
 
 void Connection::Shutdown() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    // An answer being written (a call's, answered as the server drains)
+    // goes out first; then the connection closes (Next: no keep-alive).
+    if (self->phase_ == Phase::kResponding) {
+      self->keep_alive_ = false;
+      return;
+    }
+    self->CloseNow();
+  });
 }
 
 void Connection::PostReply(Response r) {
   asio::post(socket_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
     self->OnReply(std::move(r));
+  });
+}
+
+void Connection::PostAwait(std::function<void()> gone) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), gone = std::move(gone)]() mutable {
+    // Answered meanwhile (the reply was posted first): nothing to watch.
+    if (self->phase_ != Phase::kHandling || self->watching_) return;
+    self->gone_ = std::move(gone);
+    self->WatchPeer();
   });
 }
 
@@ -269,6 +286,7 @@ void Connection::OnTimeout() {
 
 void Connection::OnReply(Response r) {
   if (phase_ != Phase::kHandling) return;
+  gone_ = nullptr;  // answered: the client's leaving is no news to anyone now
   if (r.status >= 400) Report(r.status);
   phase_ = Phase::kResponding;
   Enqueue(Serialize(r, false), 0);
@@ -292,7 +310,8 @@ void Connection::OnOpenStream(std::shared_ptr<StreamImpl> s, Response head) {
   if (!first.empty()) Enqueue(chunked_ ? Chunk(first) : first, 0);
   DoWrite();
   if (s->options().heartbeat_every.count() > 0) Heartbeat();
-  WatchPeer();
+  gone_ = nullptr;  // the stream's on_close says it from now on
+  if (!watching_) WatchPeer();
 }
 
 void Connection::WatchPeer() {
@@ -308,9 +327,18 @@ void Connection::OnPeerRead(error_code ec, size_t n) {
   if (!ec) buffer_.commit(n);
   if (resume_after_watch_) {
     resume_after_watch_ = false;
-    return Next();  // the stream ended while the watch was pending
+    return Next();  // the response ended while the watch was pending
   }
-  if (ec && ec != asio::error::operation_aborted) CloseNow();  // the client is gone
+  if (ec && ec != asio::error::operation_aborted) {
+    // The client is gone; an answer it awaited is no longer wanted.
+    if (auto gone = std::move(gone_)) {
+      gone_ = nullptr;
+      server_.workers.Post(std::move(gone));
+    }
+    CloseNow();
+  }
+  // Bytes arrived (a pipelined request): kept for after the response; a
+  // stream's heartbeat is the watch from then on.
 }
 
 void Connection::Heartbeat() {
@@ -393,7 +421,16 @@ void Connection::OnWritten(error_code ec) {
     return Next();
   }
   if (!out_.empty()) return DoWrite();
-  if (phase_ == Phase::kResponding) Next();
+  if (phase_ == Phase::kResponding) {
+    if (watching_) {
+      // An awaited answer is out: the next read waits for the watch's.
+      resume_after_watch_ = true;
+      error_code ignored;
+      socket_.cancel(ignored);
+      return;
+    }
+    Next();
+  }
 }
 
 void Connection::Next() {
@@ -510,6 +547,14 @@ class ExchangeImpl final : public Exchange {
   void Reply(Response r) override {
     std::shared_ptr<Connection> c = Take();
     if (c) c->PostReply(std::move(r));
+  }
+  void Await(std::function<void()> gone) override {
+    std::shared_ptr<Connection> c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c = conn_;
+    }
+    if (c) c->PostAwait(std::move(gone));
   }
   std::shared_ptr<Stream> OpenStream(Response head, StreamOptions options) override {
     std::shared_ptr<Connection> c = Take();

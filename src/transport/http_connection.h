@@ -202,9 +202,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start();
   // Over a connection limit: told so at once, then closed.
   void Refuse(int status, std::string text);
+  // The server stops: closed at once, or once the answer being written is
+  // out.
   void Shutdown();
 
   void PostReply(Response r);
+  // The handler answers later (Exchange::Await): watch the client meanwhile.
+  void PostAwait(std::function<void()> gone);
   void PostOpenStream(std::shared_ptr<StreamImpl> s, Response head);
   void PostStreamWrite(std::shared_ptr<StreamImpl> s, std::string bytes);
   void PostStreamEnd(std::shared_ptr<StreamImpl> s);
@@ -241,12 +245,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnOpenStream(std::shared_ptr<StreamImpl> s, Response head);
 
-  // While a response streams nothing else reads the socket: a read kept
+  // While a response streams, or the handler awaits its answer
+  // (Exchange::Await), nothing else reads the socket: a read kept
   // pending sees at once that the client went away (EOF, reset), which
   // otherwise only a failing heartbeat would show, up to two heartbeats
   // later. What such a stream holds (an SSE session, its Python sessions)
-  // then ends at once. Bytes that do arrive (a pipelined request) are kept
-  // for after the stream, and the heartbeat is the watch from then on.
+  // then ends at once, and an awaited answer's call is told (gone_). Bytes
+  // that do arrive (a pipelined request) are kept for after the response,
+  // and a stream's heartbeat is the watch from then on.
   void WatchPeer();
   void OnPeerRead(error_code ec, size_t n);
 
@@ -322,6 +328,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Connection> self_;  // while streaming
   bool stream_ended_ = false, chunked_ = true;
   bool watching_ = false, resume_after_watch_ = false;  // WatchPeer's read is pending
+  std::function<void()> gone_;  // an awaited answer's: the client left first
 };
 
 }  // namespace mcpexec::http

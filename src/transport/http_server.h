@@ -120,6 +120,10 @@ class Exchange {
   virtual void Reply(Response response) = 0;
   // head: status and headers; its body, if any, is the stream's first bytes.
   virtual std::shared_ptr<Stream> OpenStream(Response head, StreamOptions options) = 0;
+  // The answer comes later (Reply, from any thread): until then the
+  // connection watches the client, and `gone` runs (on a worker) if it
+  // leaves first; a Reply after that goes nowhere.
+  virtual void Await(std::function<void()> gone) = 0;
 };
 
 class Handler {

@@ -22,6 +22,15 @@ std::string SseEvent(const json& msg) {
 
 void Waiter::DeliverLocked(const json& m) {
   answered = true;
+  if (exchange) {
+    http::Response r;
+    r.content_type = "application/json";
+    r.body = LenientDump(m);
+    r.headers = std::move(headers);
+    std::exchange(exchange, nullptr)->Reply(std::move(r));
+    if (auto done = std::exchange(on_done, nullptr)) done();
+    return;
+  }
   stream->Write(SseEvent(m));
   stream->End();
 }
@@ -106,6 +115,13 @@ void HttpSession::Close() {
   for (auto& w : waiting) {
     std::lock_guard<std::mutex> lock(w->mu);
     if (w->stream) w->stream->End();
+    // A POST that awaits JSON gets an answer that says why none is coming.
+    if (w->exchange && !w->answered) {
+      w->DeliverLocked(jsonrpc::Error(
+          w->id, jsonrpc::kInternalError,
+          "the session ended (DELETE, idle past MCP_EXEC_SESSION_IDLE_S, evicted for room, or "
+          "the server stopping) before the call's answer; its run was ended"));
+    }
   }
   mcp_.CancelAll();
 }
@@ -143,7 +159,7 @@ int HttpSession::AnswerOverdue(Clock::time_point now, bool all, const std::strin
   int n = 0;
   for (auto& w : waiting) {
     std::lock_guard<std::mutex> lock(w->mu);
-    if (!w->stream || w->answered || (!all && now < w->give_up)) continue;
+    if (!w->AttachedLocked() || w->answered || (!all && now < w->give_up)) continue;
     w->DeliverLocked(jsonrpc::Error(w->id, jsonrpc::kInternalError, why));
     ++n;
   }
@@ -174,6 +190,7 @@ bool HttpSession::ToRequestStream(const json& m, const json& request_id) {
   }
   std::lock_guard<std::mutex> lock(w->mu);
   if (w->answered) return false;
+  // (A POST that awaits JSON sends no progress: it asked for none.)
   if (!w->stream) {
     if (IsProgress(m)) return true;  // stale by the time the stream opens
     if (w->early.size() < Waiter::kMaxEarly) w->early.push_back(SseEvent(m));
@@ -221,7 +238,7 @@ void HttpSession::Route(const json& m) {
   }
   std::lock_guard<std::mutex> lock(w->mu);
   if (w->answered) return;
-  if (w->stream) {
+  if (w->AttachedLocked()) {
     w->DeliverLocked(m);
   } else {
     w->answer = m;

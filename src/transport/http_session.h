@@ -31,14 +31,21 @@ std::string SseEvent(const nlohmann::json& msg);
 std::string LenientDump(const nlohmann::json& msg);
 
 // A POST waiting for the answer to its request. The answer may come before
-// the POST decided to stream (then it is answered as JSON) or after (then
-// it is the stream's one event).
+// the POST decided how to answer (then it is answered as JSON at once), or
+// after: as JSON when the POST awaits it (a call that sends nothing before
+// its result), else as the stream's one event.
 struct Waiter {
   explicit Waiter(nlohmann::json request_id) : id(std::move(request_id)) {}
   const nlohmann::json id;
   std::mutex mu;
   std::optional<nlohmann::json> answer;  // arrived before a stream was attached
   std::shared_ptr<http::Stream> stream;  // attached once the POST streams
+  // Or the POST's exchange, when it awaits the answer as JSON; with the
+  // headers the answer carries, and what the transport does once answered
+  // (or once the client left: then the answer goes nowhere).
+  std::shared_ptr<http::Exchange> exchange;
+  http::Headers headers;
+  std::function<void()> on_done;
   // Messages for the request's stream sent before it was attached (a
   // listen's acknowledgement is sent while the request is handled): written
   // first when it is. Progress is never kept (stale by then).
@@ -47,8 +54,11 @@ struct Waiter {
   bool answered = false;  // written to the stream
   std::chrono::steady_clock::time_point give_up;
 
-  // With mu held: the answer goes out on the attached stream, which ends.
+  // With mu held: the answer goes out on the attached stream, which ends,
+  // or as the awaiting exchange's JSON.
   void DeliverLocked(const nlohmann::json& m);
+  // With mu held: whether the POST has decided how to answer.
+  bool AttachedLocked() const { return stream != nullptr || exchange != nullptr; }
 };
 
 // One MCP session. Answers to requests go to the POST that waits for them;

@@ -61,6 +61,17 @@ http::Response JsonAnswer(const json& msg) {
   return r;
 }
 
+// A tools/call that asked for no progress: nothing goes on its stream before
+// its result, so it is answered as JSON (an event stream only when a message
+// must come first, as the MCP TypeScript SDK's transport does).
+bool IsCallWithoutProgress(const json& msg) {
+  if (msg.value("method", json()) != "tools/call") return false;
+  const json params = msg.value("params", json());
+  if (!params.is_object()) return true;
+  const json meta = params.value("_meta", json());
+  return !meta.is_object() || !meta.contains("progressToken");
+}
+
 bool MediaTypeIs(const std::string& header, const char* type) {
   std::string h = header.substr(0, header.find(';'));
   h.erase(h.find_last_not_of(' ') + 1);
@@ -234,7 +245,7 @@ void HttpTransport::Handle(http::Request req, std::shared_ptr<http::Exchange> ex
   if (config_.transport == Transport::kHttp) {
     if (path != "/mcp") return ex->Reply(PlainError(404, NotFoundHint(req)));
     if (req.method == "OPTIONS") return ex->Reply(Preflight(req));
-    if (req.method == "POST") return StreamablePost(req, *ex);
+    if (req.method == "POST") return StreamablePost(req, ex);
     if (req.method == "GET") return StreamableGet(req, *ex);
     if (req.method == "DELETE") return StreamableDelete(req, *ex);
     http::Response r = PlainError(405, "method not allowed");
@@ -320,7 +331,9 @@ bool HttpTransport::ReserveStream() {
 
 // The streamable transport's POST, in steps: the headers, the message, its
 // session, then the answer (at once, or as an event stream while it runs).
-void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex) {
+void HttpTransport::StreamablePost(const http::Request& req,
+                                   const std::shared_ptr<http::Exchange>& exchange) {
+  http::Exchange& ex = *exchange;
   if (auto refusal = CheckPostHeaders(req)) return ex.Reply(std::move(*refusal));
   json msg;
   if (auto refusal = ParsePostMessage(req, &msg)) return ex.Reply(std::move(*refusal));
@@ -336,7 +349,7 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
   if (stateless::ClassifyMessage(
           msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr) ==
       stateless::Era::kStateless) {
-    return StatelessPost(req, msg, ex);
+    return StatelessPost(req, msg, exchange);
   }
   const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
   std::shared_ptr<HttpSession> session;
@@ -362,13 +375,18 @@ void HttpTransport::StreamablePost(const http::Request& req, http::Exchange& ex)
       return ex.Reply(std::move(r));
     }
   }
+  if (IsCallWithoutProgress(msg)) {
+    return AnswerWhenDone(exchange, session, waiter, id, std::move(session_header));
+  }
   AnswerAsStream(ex, session, waiter, id, std::move(session_header));
 }
 
 // Protocol 2026-07-28: no session id; the request is checked against its
 // headers, then served on a session of its own, answered as JSON when it is
 // done at once, else as an event stream of its own (a listen's stays open).
-void HttpTransport::StatelessPost(const http::Request& req, const json& msg, http::Exchange& ex) {
+void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
+                                  const std::shared_ptr<http::Exchange>& exchange) {
+  http::Exchange& ex = *exchange;
   const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
   if (!is_request) {
     // The era has no client notification over HTTP that we act on (closing
@@ -399,6 +417,7 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg, htt
       return ex.Reply(JsonAnswer(*waiter->answer));
     }
   }
+  if (IsCallWithoutProgress(msg)) return AnswerWhenDone(exchange, session, waiter, id, {});
   AnswerAsStream(ex, session, waiter, id, {}, listen);
 }
 
@@ -485,54 +504,6 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
         IdOf(msg));
   }
   return std::nullopt;
-}
-
-// A call that takes time: answered as an event stream, with a comment each
-// second while it runs, so that a client that leaves is noticed (the write
-// fails) and its run ended.
-void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
-                                   const std::shared_ptr<Waiter>& waiter, const json& id,
-                                   http::Headers session_header, bool listen) {
-  http::Response head;
-  head.content_type = "text/event-stream";
-  head.headers = std::move(session_header);
-  head.headers.emplace_back("Cache-Control", "no-cache");
-  head.headers.emplace_back("X-Accel-Buffering", "no");  // proxies pass each event at once
-  http::StreamOptions options;
-  // A listen stays open with nothing to say (no list of this server
-  // changes): a comment every 15 s keeps proxies from timing it out.
-  options.heartbeat_every = std::chrono::seconds(listen ? 15 : 1);
-  options.heartbeat = listen ? ": listening\n\n" : ": running\n\n";
-  post_streams_++;
-  options.on_close = [this, session, waiter, id, listen](bool) {
-    session->Forget(id, waiter);
-    bool answered;
-    {
-      std::lock_guard<std::mutex> lock(waiter->mu);
-      answered = waiter->answered;
-      waiter->stream = nullptr;
-    }
-    if (!answered && !session->closed()) {
-      // The client left before the answer: end its run at once.
-      log::Info("client_gone", {{"transport", "http"}});
-      session->mcp().Handle({{"jsonrpc", "2.0"},
-                             {"method", "notifications/cancelled"},
-                             {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
-    }
-    if (listen) streams_--;
-    post_streams_--;
-  };
-  auto stream = ex.OpenStream(std::move(head), std::move(options));
-  std::lock_guard<std::mutex> lock(waiter->mu);
-  waiter->stream = stream;
-  for (std::string& event : waiter->early) stream->Write(std::move(event));
-  waiter->early.clear();
-  // No call may outlive its longest timeout plus the grace of its teardown:
-  // past that, it is answered with an error instead of waited for. A
-  // listen is answered when the server stops.
-  waiter->give_up = listen ? Clock::time_point::max()
-                           : Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
-  if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
 }
 
 void HttpTransport::StreamableGet(const http::Request& req, http::Exchange& ex) {

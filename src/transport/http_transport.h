@@ -62,8 +62,9 @@ class HttpTransport final : public http::Handler {
                                                                   std::string* why);
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
   http::Response Preflight(const http::Request& req);
-  void StreamablePost(const http::Request& req, http::Exchange& ex);
-  void StatelessPost(const http::Request& req, const nlohmann::json& msg, http::Exchange& ex);
+  void StreamablePost(const http::Request& req, const std::shared_ptr<http::Exchange>& exchange);
+  void StatelessPost(const http::Request& req, const nlohmann::json& msg,
+                     const std::shared_ptr<http::Exchange>& exchange);
   std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
   std::optional<http::Response> ParsePostMessage(const http::Request& req,
                                                  nlohmann::json* msg) const;
@@ -73,6 +74,13 @@ class HttpTransport final : public http::Handler {
   void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
                       const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
                       http::Headers session_header, bool listen = false);
+  // A call that sends nothing before its result (it asked for no
+  // progress): answered application/json once done; meanwhile the
+  // connection is watched, and a client that leaves ends the run.
+  void AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchange,
+                      const std::shared_ptr<HttpSession>& session,
+                      const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
+                      http::Headers session_header);
   // Every MCP session with calls that may run: the 2025 ones and those of
   // the stateless POSTs still going.
   std::vector<std::shared_ptr<HttpSession>> AllSessions();
@@ -95,7 +103,7 @@ class HttpTransport final : public http::Handler {
   const std::vector<mcp_headers::ParamHeader> param_headers_;
   const std::string cors_allow_headers_;
   std::atomic<int64_t> streams_{0};       // open GET and legacy streams
-  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream
+  std::atomic<int64_t> post_streams_{0};  // POSTs answering as a stream, or awaiting JSON
   std::atomic<bool> stopping_{false};     // no new work; streams end
   // Refusal log lines, at most kRefusalLinesPerSecond (the rest counted).
   static constexpr int kRefusalLinesPerSecond = 50;

@@ -350,7 +350,38 @@ json SleepingCall(int id, const std::string& marker) {
               {"timeout_s", 120}}}}}};
 }
 
-// A client that leaves in the middle of a call ends its run.
+// A call that asked for no progress is answered application/json, however
+// long it runs; with a progress token, as an event stream.
+TEST_F(HttpTest, ACallIsAnsweredAsJsonUnlessItAskedForProgress) {
+  Start();
+  std::string sid = Initialize();
+  json req = {{"jsonrpc", "2.0"},
+              {"id", 41},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "exec"},
+                {"arguments", {{"code", "import time; time.sleep(1.5); print('slept')"}}}}}};
+  auto r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+  ASSERT_TRUE(r) << "no answer";
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << r->body;
+  json m = json::parse(r->body);
+  EXPECT_EQ(m["id"], 41) << r->body;
+  EXPECT_EQ(m["result"]["structuredContent"]["stdout"], "slept\n") << r->body;
+  req["id"] = 42;
+  req["params"]["_meta"] = {{"progressToken", "p-42"}};
+  r = Client().Post("/mcp", With(Session(sid)), req.dump(), "application/json");
+  ASSERT_TRUE(r) << "no answer";
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream") << r->body;
+  // The answer is the stream's last event (progress may come first).
+  const size_t last = r->body.rfind("data: ");
+  ASSERT_NE(last, std::string::npos) << r->body;
+  EXPECT_EQ(Message(r->body.substr(last))["result"]["structuredContent"]["stdout"], "slept\n")
+      << r->body;
+}
+
+// A client that leaves in the middle of a call ends its run (a call without
+// progress: its connection is watched while it awaits the JSON answer).
 TEST_F(HttpTest, DisconnectEndsTheRun) {
   Start();
   std::string sid = Initialize();

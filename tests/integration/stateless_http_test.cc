@@ -223,19 +223,46 @@ TEST_F(StatelessHttpTest, PostsAtOnceWithTheSameIdEachGetTheirOwnAnswer) {
   }
 }
 
-TEST_F(StatelessHttpTest, ClosingACallsStreamEndsItsRun) {
+// A call that asked for no progress sends nothing before its result: it is
+// answered application/json, and a client that hangs up before the answer
+// ends the run all the same (the connection is watched meanwhile).
+TEST_F(StatelessHttpTest, ClosingACallsConnectionEndsItsRun) {
   Start();
   std::string marker = "4600." + Marker("");
   json msg = CallExec(21, "import subprocess; subprocess.run(['sleep', '" + marker + "'])", 120);
   int fd = RawPost(msg, HeadersFor(msg));
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(WaitUntil([&] { return !PidsWithCmdlineContaining(marker).empty(); }, 20000));
-  std::string head = ReadUntil(fd, "\r\n\r\n", 5000);
-  EXPECT_NE(head.find("text/event-stream"), std::string::npos) << head;
-  EXPECT_NE(head.find("X-Accel-Buffering: no"), std::string::npos) << head;
+  EXPECT_EQ(ReadUntil(fd, "\r\n\r\n", 500), "") << "nothing is sent before the answer";
   close(fd);
   EXPECT_TRUE(WaitUntil([&] { return PidsWithCmdlineContaining(marker).empty(); }, 10000))
-      << "the run outlived its stream";
+      << "the run outlived its connection";
+}
+
+TEST_F(StatelessHttpTest, ACallWithoutProgressIsAnsweredAsJson) {
+  Start();
+  json msg = CallExec(22, "import time; time.sleep(1.5); print('slept')");
+  auto r = Post(msg);
+  ASSERT_TRUE(r) << "no answer";
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << r->body;
+  json m = json::parse(r->body);
+  EXPECT_EQ(m["id"], 22) << r->body;
+  EXPECT_EQ(m["result"]["structuredContent"]["stdout"], "slept\n") << r->body;
+}
+
+// With a progress token the call's messages come first: an event stream,
+// which proxies must pass on at once.
+TEST_F(StatelessHttpTest, ACallWithProgressIsAnsweredAsAStream) {
+  Start();
+  json msg = CallExec(23, "import time; time.sleep(1.5); print('slept')");
+  msg["params"]["_meta"]["progressToken"] = "p-23";
+  int fd = RawPost(msg, HeadersFor(msg));
+  ASSERT_GE(fd, 0);
+  std::string head = ReadUntil(fd, "\r\n\r\n", 10000);
+  close(fd);
+  EXPECT_NE(head.find("text/event-stream"), std::string::npos) << head;
+  EXPECT_NE(head.find("X-Accel-Buffering: no"), std::string::npos) << head;
 }
 
 TEST_F(StatelessHttpTest, ProgressComesOnTheCallsOwnStream) {
