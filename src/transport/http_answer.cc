@@ -37,6 +37,7 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
       std::lock_guard<std::mutex> lock(waiter->mu);
       answered = waiter->answered;
       waiter->stream = nullptr;
+      waiter->stream_gone = true;
     }
     if (!answered && !session->closed()) {
       // The client left before the answer: end its run at once.
@@ -50,6 +51,10 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
   };
   auto stream = ex.OpenStream(std::move(head), std::move(options));
   std::lock_guard<std::mutex> lock(waiter->mu);
+  // Closed already (the client read the head and left while this thread
+  // waited for the lock): its on_close has run, and the waiter must not
+  // hold the stream, whose on_close holds the waiter.
+  if (waiter->stream_gone) return;
   waiter->stream = stream;
   for (std::string& event : waiter->early) stream->Write(std::move(event));
   waiter->early.clear();
@@ -90,6 +95,9 @@ void HttpTransport::AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchan
     end();
   });
   std::lock_guard<std::mutex> lock(waiter->mu);
+  // The client left before this thread got here: `gone` did it all, and
+  // the waiter must not hold what holds it.
+  if (waiter->answered) return;
   waiter->exchange = exchange;
   waiter->headers = std::move(session_header);
   waiter->on_done = end;

@@ -205,6 +205,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The server stops: closed at once, or once the answer being written is
   // out.
   void Shutdown();
+  // After the I/O threads have stopped (Server::Stop): closes at once, on
+  // the caller's thread.
+  void CloseAfterStop() { CloseNow(); }
 
   void PostReply(Response r);
   // The handler answers later (Exchange::Await): watch the client meanwhile.

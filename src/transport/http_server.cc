@@ -307,6 +307,20 @@ void Server::Stop() {
   s.ioc.stop();
   for (auto& t : s.io_threads) t.join();
   s.io_threads.clear();
+  // A close the I/O threads left queued (a loaded machine, past the wait):
+  // done here, where no other thread runs the connections, so that a
+  // streaming connection lets go of itself and its stream's owner hears of
+  // the end (its on_close, on the workers still running).
+  {
+    std::vector<std::shared_ptr<Connection>> left;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      for (auto& [p, w] : s.conns) {
+        if (auto c = w.lock()) left.push_back(std::move(c));
+      }
+    }
+    for (auto& c : left) c->CloseAfterStop();
+  }
   s.workers.Stop();
 }
 

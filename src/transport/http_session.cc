@@ -111,6 +111,7 @@ void HttpSession::Close() {
     closed_ = true;
     for (auto& s : streams_) s->End();
     for (auto& [k, w] : waiters_) waiting.push_back(w);
+    waiters_.clear();
   }
   for (auto& w : waiting) {
     std::lock_guard<std::mutex> lock(w->mu);
@@ -122,6 +123,9 @@ void HttpSession::Close() {
           "the session ended (DELETE, idle past MCP_EXEC_SESSION_IDLE_S, evicted for room, or "
           "the server stopping) before the call's answer; its run was ended"));
     }
+    // The stream's on_close holds this session: no way back to it is kept,
+    // so nothing holds itself once the session goes.
+    w->stream = nullptr;
   }
   mcp_.CancelAll();
 }

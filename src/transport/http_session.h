@@ -51,7 +51,8 @@ struct Waiter {
   // first when it is. Progress is never kept (stale by then).
   std::vector<std::string> early;
   static constexpr size_t kMaxEarly = 16;
-  bool answered = false;  // written to the stream
+  bool answered = false;     // written to the stream
+  bool stream_gone = false;  // the stream closed (its on_close ran)
   std::chrono::steady_clock::time_point give_up;
 
   // With mu held: the answer goes out on the attached stream, which ends,

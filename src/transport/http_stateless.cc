@@ -78,9 +78,13 @@ size_t StatelessCalls::Reap() {
 }
 
 void StatelessCalls::DestroyAll() {
-  std::vector<std::shared_ptr<HttpSession>> all;  // destroyed after the lock
-  std::lock_guard<std::mutex> lock(mu_);
-  all.swap(live_);
+  std::vector<std::shared_ptr<HttpSession>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.swap(live_);
+  }
+  // Closed first (their streams and waiters let go), then destroyed.
+  for (auto& s : all) s->Close();
 }
 
 }  // namespace mcpexec
