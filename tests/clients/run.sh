@@ -95,21 +95,26 @@ remote() {
   cat "$work/$name.out" "$work/$name.err" >"$work/$name"
 }
 has() { grep -qF -- "$2" "$work/$1"; }
+# expect NAME WHAT NEEDLE...: passes WHAT when NAME's output holds every
+# NEEDLE, else fails it with that output.
+expect() {
+  local name=$1 what=$2 needle
+  shift 2
+  for needle in "$@"; do
+    if ! has "$name" "$needle"; then
+      fail "$what" "$work/$name"
+      return
+    fi
+  done
+  pass "$what"
+}
 
 inspector bearer-call --header "Authorization: Bearer $token" \
   --method tools/call --tool-name exec --tool-arg 'code=print(6 * 7)'
-if has bearer-call '"stdout": "42\n"'; then
-  pass "Inspector CLI: Authorization: Bearer runs an exec"
-else
-  fail "Inspector CLI: Authorization: Bearer runs an exec" "$work/bearer-call"
-fi
+expect bearer-call "Inspector CLI: Authorization: Bearer runs an exec" '"stdout": "42\n"'
 
 inspector header-list --header "X-MCP-AUTH: $token" --method tools/list
-if has header-list '"name": "exec"'; then
-  pass "Inspector CLI: X-MCP-AUTH lists the tool"
-else
-  fail "Inspector CLI: X-MCP-AUTH lists the tool" "$work/header-list"
-fi
+expect header-list "Inspector CLI: X-MCP-AUTH lists the tool" '"name": "exec"'
 
 # What a new user met (issue 37), through the Inspector: out/ is there
 # before the code runs; a big print comes back with the text item cut to
@@ -118,37 +123,21 @@ fi
 inspector out-dir --header "Authorization: Bearer $token" \
   --method tools/call --tool-name exec \
   --tool-arg 'code=open("out/report.csv", "w").write("a,b\n"); print(sorted(__import__("os").listdir("out")))'
-if has out-dir "\"stdout\": \"['report.csv']\n\""; then
-  pass "Inspector CLI: out/ is there before the code runs"
-else
-  fail "Inspector CLI: out/ is there before the code runs" "$work/out-dir"
-fi
+expect out-dir "Inspector CLI: out/ is there before the code runs" "\"stdout\": \"['report.csv']\n\""
 
 inspector big-print --header "Authorization: Bearer $token" \
   --method tools/call --tool-name exec --tool-arg 'code=print("x" * 200000)'
-if has big-print 'stdout_in_text' && has big-print 'of the 200001 bytes'; then
-  pass "Inspector CLI: a 200 kB print's text item is cut, saying so"
-else
-  fail "Inspector CLI: a 200 kB print's text item is cut, saying so" "$work/big-print"
-fi
+expect big-print "Inspector CLI: a 200 kB print's text item is cut, saying so" 'stdout_in_text' 'of the 200001 bytes'
 
 inspector script-arg --header "Authorization: Bearer $token" \
   --method tools/call --tool-name exec --tool-arg 'script=print(1)'
-if has script-arg 'the required argument code is missing, and script is not an argument of exec'; then
-  pass "Inspector CLI: script instead of code is named"
-else
-  fail "Inspector CLI: script instead of code is named" "$work/script-arg"
-fi
+expect script-arg "Inspector CLI: script instead of code is named" 'the required argument code is missing, and script is not an argument of exec'
 
 # Without a header, the Inspector would start an interactive OAuth flow (it
 # needs a TTY for it); --stored-auth-only is how CI runs it, and then the
 # user reads the server's 401 text.
 inspector no-token --stored-auth-only --method tools/list
-if has no-token 'Authorization: Bearer <token>' && has no-token 'no OAuth'; then
-  pass "Inspector CLI: without the token it reports which header to send"
-else
-  fail "Inspector CLI: without the token it reports which header to send" "$work/no-token"
-fi
+expect no-token "Inspector CLI: without the token it reports which header to send" 'Authorization: Bearer <token>' 'no OAuth'
 
 inspector wrong-token --stored-auth-only --header "Authorization: Bearer not-$token" \
   --method tools/list
