@@ -7,29 +7,11 @@
 #include "base/cancel.h"
 #include "base/log.h"
 #include "protocol/stateless.h"
+#include "protocol/tasks.h"
 
 namespace mcpexec {
 
 using json = nlohmann::json;
-
-const std::vector<std::string> kSupportedProtocolVersions = {"2025-11-25", "2025-06-18",
-                                                             "2025-03-26", "2024-11-05"};
-
-std::string NegotiateProtocolVersion(const std::string& requested) {
-  for (const auto& v : kSupportedProtocolVersions) {
-    if (v == requested) return v;
-  }
-  return kSupportedProtocolVersions.front();
-}
-
-namespace jsonrpc {
-json Error(const json& id, int code, const std::string& message) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
-}
-json Result(const json& id, const json& result) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
-}
-}  // namespace jsonrpc
 
 json ToolErrorResult(const std::string& message) {
   return {
@@ -98,159 +80,170 @@ void McpSession::HandleText(const std::string& text) {
 }
 
 void McpSession::Handle(const json& msg) {
-  if (msg.is_array()) {
-    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest,
-                         "batch requests are not supported; send one message at a time"));
-    return;
-  }
-  if (!msg.is_object()) {
-    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest, "a message must be a JSON object"));
-    return;
-  }
-  bool has_id = msg.contains("id");
-  json id = has_id ? msg["id"] : json(nullptr);
-  bool id_ok = !has_id || id.is_string() || id.is_number_integer();
-  if (msg.value("jsonrpc", json()) != "2.0") {
-    send_(jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest,
-                         "jsonrpc must be \"2.0\""));
-    return;
-  }
-  if (!msg.contains("method")) {
-    // A response from the client (we send no requests): nothing to do.
-    if (msg.contains("result") || msg.contains("error")) return;
-    send_(
-        jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest, "method is missing"));
-    return;
-  }
-  if (!msg["method"].is_string()) {
-    send_(jsonrpc::Error(id_ok ? id : json(nullptr), jsonrpc::kInvalidRequest,
-                         "method must be a string"));
-    return;
-  }
-  if (!id_ok) {
-    send_(jsonrpc::Error(nullptr, jsonrpc::kInvalidRequest, "id must be a string or an integer"));
-    return;
-  }
-  const std::string method = msg["method"];
-  json params = msg.value("params", json::object());
-  if (!params.is_object() && !params.is_null()) {
-    if (has_id) send_(jsonrpc::Error(id, jsonrpc::kInvalidParams, "params must be an object"));
-    return;
-  }
-  if (params.is_null()) params = json::object();
-  if (has_id && options_.stateless &&
-      stateless::ClassifyMessage(msg, nullptr) == stateless::Era::kStateless) {
-    HandleStatelessRequest(id, method, params);
-  } else if (has_id) {
-    HandleRequest(id, method, params);
-  } else {
-    HandleNotification(method, params);
-  }
-}
-
-void McpSession::HandleRequest(const json& id, const std::string& method, const json& params) {
-  if (method == "initialize") {
-    std::string requested = params.value("protocolVersion", json("")).is_string()
-                                ? params.value("protocolVersion", std::string())
-                                : std::string();
-    std::string version = NegotiateProtocolVersion(requested);
-    json client = params.value("clientInfo", json::object());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      protocol_version_ = version;
-      client_ = client.is_object() && client.contains("name") && client["name"].is_string()
-                    ? client["name"].get<std::string>()
-                    : std::string();
+  jsonrpc::Inbound in = jsonrpc::Classify(msg);
+  const Era era = options_.stateless ? eras::Classify(msg, nullptr) : Era::kLegacy;
+  if (in.kind == jsonrpc::Inbound::Kind::kRequest && era == Era::kStateless) {
+    // Protocol 2026-07-28: each request carries its version and
+    // capabilities in _meta, checked first.
+    if (auto refused = stateless::CheckRequest(in.id->ToJson(), in.method, in.params)) {
+      return send_(refused->response);
     }
-    initialized_ = true;
-    log::Info("initialize",
-              {{"protocol_version", version},
-               {"client", client.is_object() ? client.value("name", json("")) : json("")}});
-    json result = {{"protocolVersion", version},
-                   {"capabilities",
-                    {{"tools", {{"listChanged", false}}},
-                     {"resources", {{"listChanged", false}, {"subscribe", false}}}}},
-                   {"serverInfo", stateless::ServerInfo()}};
-    if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
-    std::string instructions = backend_.Instructions();
-    if (!instructions.empty()) result["instructions"] = std::move(instructions);
-    send_(jsonrpc::Result(id, std::move(result)));
-    return;
   }
-  if (method == "ping") {
-    send_(jsonrpc::Result(id, json::object()));
-    return;
-  }
-  if (!initialized_) {
-    send_(jsonrpc::Error(id, jsonrpc::kInvalidRequest,
-                         "the session is not initialized: send initialize first"));
-    return;
-  }
-  if (method == "tools/list") {
-    send_(jsonrpc::Result(id, {{"tools", json::array({backend_.ToolDescriptor()})}}));
-    return;
-  }
-  if (method == "tools/call") {
-    StartToolCall(id, params);
-    return;
-  }
-  // Resources are the links calls hand out: none is listed.
-  if (method == "resources/list") return send_(jsonrpc::Result(id, {{"resources", json::array()}}));
-  if (method == "resources/templates/list") {
-    return send_(jsonrpc::Result(id, {{"resourceTemplates", json::array()}}));
-  }
-  if (method == "resources/read") return ReadResource(id, params, false);
-  if (IsTaskMethod(method)) {
-    return HandleTaskRequest(id, method, params, false);
-  }
-  send_(jsonrpc::Error(id, jsonrpc::kMethodNotFound, "method not found: " + method));
+  Deliver(in, era);
 }
 
-// Protocol 2026-07-28: no handshake; each request carries its version and
-// capabilities in _meta, checked first; the result says it is complete and
-// names the server.
-void McpSession::HandleStatelessRequest(const json& id, const std::string& method,
-                                        const json& params) {
-  if (auto refused = stateless::CheckEnvelope(id, params)) return send_(refused->response);
-  const std::string version = params["_meta"][stateless::kMetaProtocolVersion];
-  if (auto refused = stateless::CheckVersion(id, version)) return send_(refused->response);
-  if (auto refused = stateless::CheckMethod(id, method)) return send_(refused->response);
-  auto cached = [&](json result) {
-    send_(jsonrpc::Result(id, stateless::Complete(stateless::WithCacheHints(
-                                  std::move(result), kCacheTtlMs, backend_.CacheScope()))));
+void McpSession::Deliver(const jsonrpc::Inbound& in, Era era) {
+  using Kind = jsonrpc::Inbound::Kind;
+  switch (in.kind) {
+    case Kind::kRefused:
+      return send_(in.refusal);
+    case Kind::kResponse:  // we send no requests: nothing to do
+    case Kind::kDropped:
+      return;
+    case Kind::kNotification:
+      // notifications/initialized and anything unknown: nothing to answer.
+      if (in.method == "notifications/cancelled") {
+        const json rid = in.params.value("requestId", json(nullptr));
+        if (auto id = jsonrpc::RequestId::From(rid)) Cancel(*id);
+      }
+      return;
+    case Kind::kRequest:
+      return Dispatch(Request{*in.id, in.method, in.params, era});
+  }
+}
+
+const McpSession::Table& McpSession::TableOf(Era era) {
+  // Resources are the links calls hand out: none is listed. The stateless
+  // era has no handshake, and no ping.
+  static const Table legacy = {
+      {"initialize", {&McpSession::Initialize, true}},
+      {"ping", {&McpSession::Ping, true}},
+      {"tools/list", {&McpSession::ListTools, false}},
+      {"tools/call", {&McpSession::CallTool, false}},
+      {"resources/list", {&McpSession::ListResources, false}},
+      {"resources/templates/list", {&McpSession::ListResourceTemplates, false}},
+      {"resources/read", {&McpSession::ReadResource, false}},
+      {"tasks/get", {&McpSession::TaskRequest, false}},
+      {"tasks/cancel", {&McpSession::TaskRequest, false}},
+      {"tasks/update", {&McpSession::TaskRequest, false}},
   };
-  if (method == "server/discover") {
-    json result = {
-        {"supportedVersions", stateless::AllSupportedVersions()},
-        {"capabilities",
-         {{"tools", json::object()}, {"prompts", json::object()}, {"resources", json::object()}}}};
-    if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
-    std::string instructions = backend_.Instructions();
-    if (!instructions.empty()) result["instructions"] = std::move(instructions);
-    return cached(std::move(result));
+  static const Table stateless = {
+      {"server/discover", {&McpSession::Discover, true}},
+      {"tools/list", {&McpSession::ListTools, true}},
+      {"tools/call", {&McpSession::CallTool, true}},
+      {"prompts/list", {&McpSession::ListPrompts, true}},
+      {"prompts/get", {&McpSession::GetPrompt, true}},
+      {"resources/list", {&McpSession::ListResources, true}},
+      {"resources/read", {&McpSession::ReadResource, true}},
+      {"resources/templates/list", {&McpSession::ListResourceTemplates, true}},
+      {"subscriptions/listen", {&McpSession::Listen, true}},
+      {"tasks/get", {&McpSession::TaskRequest, true}},
+      {"tasks/cancel", {&McpSession::TaskRequest, true}},
+      {"tasks/update", {&McpSession::TaskRequest, true}},
+  };
+  return era == Era::kStateless ? stateless : legacy;
+}
+
+std::vector<std::string> McpSession::MethodsOf(Era era) {
+  std::vector<std::string> methods;
+  for (const auto& [method, route] : TableOf(era)) methods.push_back(method);
+  return methods;
+}
+
+void McpSession::Dispatch(const Request& req) {
+  const Table& table = TableOf(req.era);
+  auto route = table.find(req.method);
+  if (route == table.end() || !route->second.before_initialize) {
+    if (req.era == Era::kLegacy && !initialized_) {
+      return send_(jsonrpc::Error(req.id, jsonrpc::kInvalidRequest,
+                                  "the session is not initialized: send initialize first"));
+    }
   }
-  if (method == "tools/list") return cached({{"tools", json::array({backend_.ToolDescriptor()})}});
-  // This server has no prompts, and lists no resources (those it serves are
-  // the links its calls hand out): empty lists, and an unknown name
-  // (-32602) for any prompt asked for.
-  if (method == "prompts/list") return cached({{"prompts", json::array()}});
-  if (method == "resources/list") return cached({{"resources", json::array()}});
-  if (method == "resources/templates/list") return cached({{"resourceTemplates", json::array()}});
-  if (method == "prompts/get") {
+  if (route == table.end()) {
+    // (A stateless request names a served method: checked on entry.)
     return send_(
-        jsonrpc::Error(id, jsonrpc::kInvalidParams, "unknown prompt: this server has none"));
+        jsonrpc::Error(req.id, jsonrpc::kMethodNotFound, "method not found: " + req.method));
   }
-  if (method == "resources/read") return ReadResource(id, params, true);
-  if (method == "subscriptions/listen") return StartListen(id);
-  if (IsTaskMethod(method)) {
-    return HandleTaskRequest(id, method, params, true);
+  (this->*route->second.handler)(req);
+}
+
+void McpSession::Initialize(const Request& req) {
+  const json& params = req.params;
+  std::string requested = params.value("protocolVersion", json("")).is_string()
+                              ? params.value("protocolVersion", std::string())
+                              : std::string();
+  std::string version = eras::NegotiateLegacyVersion(requested);
+  json client = params.value("clientInfo", json::object());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    protocol_version_ = version;
+    client_ = client.is_object() && client.contains("name") && client["name"].is_string()
+                  ? client["name"].get<std::string>()
+                  : std::string();
   }
-  StartToolCall(id, params, true);
+  initialized_ = true;
+  log::Info("initialize",
+            {{"protocol_version", version},
+             {"client", client.is_object() ? client.value("name", json("")) : json("")}});
+  json result = {{"protocolVersion", version},
+                 {"capabilities",
+                  {{"tools", {{"listChanged", false}}},
+                   {"resources", {{"listChanged", false}, {"subscribe", false}}}}},
+                 {"serverInfo", stateless::ServerInfo()}};
+  if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
+  std::string instructions = backend_.Instructions();
+  if (!instructions.empty()) result["instructions"] = std::move(instructions);
+  send_(jsonrpc::Result(req.id, std::move(result)));
+}
+
+void McpSession::Ping(const Request& req) { send_(jsonrpc::Result(req.id, json::object())); }
+
+// A result of protocol 2026-07-28 says it is complete, names the server,
+// and says how long it may be cached and by whom.
+void McpSession::AnswerList(const Request& req, json result) {
+  if (req.stateless()) {
+    result = stateless::Complete(
+        stateless::WithCacheHints(std::move(result), kCacheTtlMs, backend_.CacheScope()));
+  }
+  send_(jsonrpc::Result(req.id, result));
+}
+
+void McpSession::Discover(const Request& req) {
+  json result = {
+      {"supportedVersions", eras::AllSupportedVersions()},
+      {"capabilities",
+       {{"tools", json::object()}, {"prompts", json::object()}, {"resources", json::object()}}}};
+  if (json ext = Extensions(); !ext.empty()) result["capabilities"]["extensions"] = ext;
+  std::string instructions = backend_.Instructions();
+  if (!instructions.empty()) result["instructions"] = std::move(instructions);
+  AnswerList(req, std::move(result));
+}
+
+void McpSession::ListTools(const Request& req) {
+  AnswerList(req, {{"tools", json::array({backend_.ToolDescriptor()})}});
+}
+
+// This server lists no resources (those it serves are the links its calls
+// hand out) and has no prompts: empty lists, and an unknown name (-32602)
+// for any prompt asked for.
+void McpSession::ListResources(const Request& req) {
+  AnswerList(req, {{"resources", json::array()}});
+}
+
+void McpSession::ListResourceTemplates(const Request& req) {
+  AnswerList(req, {{"resourceTemplates", json::array()}});
+}
+
+void McpSession::ListPrompts(const Request& req) { AnswerList(req, {{"prompts", json::array()}}); }
+
+void McpSession::GetPrompt(const Request& req) {
+  send_(jsonrpc::Error(req.id, jsonrpc::kInvalidParams, "unknown prompt: this server has none"));
 }
 
 // Acknowledged at once with nothing subscribed (no list of this server
 // changes); the request stays open until it is cancelled or the server ends.
-void McpSession::StartListen(const json& id) {
+void McpSession::Listen(const Request& req) {
+  const json id = req.id.ToJson();
   json ack = {
       {"jsonrpc", "2.0"},
       {"method", "notifications/subscriptions/acknowledged"},
@@ -258,34 +251,34 @@ void McpSession::StartListen(const json& id) {
        {{"_meta", {{stateless::kMetaSubscriptionId, id}}}, {"notifications", json::object()}}}};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    listens_[id.dump()] = id;
+    listens_.insert(req.id);
   }
-  if (!related_ || !related_(ack, id)) send_(ack);
+  if (!related_ || !related_(ack, req.id)) send_(ack);
 }
 
 void McpSession::EndListens() {
-  std::map<std::string, json> open;
+  std::set<jsonrpc::RequestId> open;
   {
     std::lock_guard<std::mutex> lock(mu_);
     open.swap(listens_);
   }
-  for (const auto& [key, id] : open) {
+  for (const jsonrpc::RequestId& id : open) {
     send_(jsonrpc::Result(
-        id, stateless::Complete({{"_meta", {{stateless::kMetaSubscriptionId, id}}}})));
+        id, stateless::Complete({{"_meta", {{stateless::kMetaSubscriptionId, id.ToJson()}}}})));
   }
 }
 
 // The error for a URI that names nothing: -32002 in the 2025 era (its
 // "resource not found"), -32602 in 2026-07-28 (which dropped that code).
-void McpSession::ReadResource(const json& id, const json& params, bool stateless_era) {
-  const json uri = params.value("uri", json(nullptr));
+void McpSession::ReadResource(const Request& req) {
+  const json uri = req.params.value("uri", json(nullptr));
   if (!uri.is_string()) {
-    return send_(jsonrpc::Error(id, jsonrpc::kInvalidParams, "params.uri must be a string"));
+    return send_(jsonrpc::Error(req.id, jsonrpc::kInvalidParams, "params.uri must be a string"));
   }
   auto resource = backend_.ReadResource(uri.get<std::string>());
   if (!resource) {
     json error = jsonrpc::Error(
-        id, stateless_era ? jsonrpc::kInvalidParams : jsonrpc::kResourceNotFound,
+        req.id, req.stateless() ? jsonrpc::kInvalidParams : jsonrpc::kResourceNotFound,
         "resource not found: " + uri.get<std::string>() +
             " (a resource lives until its TTL passes or the server restarts; run the code again "
             "to make it anew)");
@@ -294,31 +287,29 @@ void McpSession::ReadResource(const json& id, const json& params, bool stateless
   }
   json result = {{"contents", std::move(resource->contents)}};
   if (resource->meta.is_object() && !resource->meta.empty()) result["_meta"] = resource->meta;
-  if (stateless_era) {
+  if (req.stateless()) {
     // Whoever holds the URI may read it: never shared beyond this client.
     result = stateless::Complete(
         stateless::WithCacheHints(std::move(result), resource->ttl_ms, "private"));
   }
-  send_(jsonrpc::Result(id, result));
+  send_(jsonrpc::Result(req.id, result));
 }
 
-void McpSession::HandleNotification(const std::string& method, const json& params) {
-  if (method == "notifications/cancelled") {
-    json rid = params.value("requestId", json(nullptr));
-    std::vector<std::shared_ptr<CancelToken>> tokens;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto [first, last] = calls_.equal_range(rid.dump());
-      for (auto it = first; it != last; ++it) tokens.push_back(it->second);
-      listens_.erase(rid.dump());  // a listen ends without an answer
-    }
-    if (!tokens.empty()) log::Info("cancel", {{"request_id", rid}});
-    for (auto& token : tokens) token->Cancel();
+void McpSession::Cancel(const jsonrpc::RequestId& id) {
+  std::vector<std::shared_ptr<CancelToken>> tokens;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [first, last] = calls_.equal_range(id);
+    for (auto it = first; it != last; ++it) tokens.push_back(it->second);
+    listens_.erase(id);  // a listen ends without an answer
   }
-  // notifications/initialized and anything unknown: nothing to answer.
+  if (!tokens.empty()) log::Info("cancel", {{"request_id", id.ToJson()}});
+  for (auto& token : tokens) token->Cancel();
 }
 
-void McpSession::StartToolCall(const json& id, const json& params, bool stateless_era) {
+void McpSession::CallTool(const Request& req) {
+  const json& params = req.params;
+  const bool stateless_era = req.stateless();
   // A result of protocol 2026-07-28 says it is complete and names the server.
   auto result_of = [stateless_era](json r) {
     return stateless_era ? stateless::Complete(std::move(r)) : std::move(r);
@@ -327,7 +318,7 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   const std::string tool = backend_.ToolName();
   if (!name.is_string() || name.get<std::string>() != tool) {
     send_(jsonrpc::Error(
-        id, jsonrpc::kInvalidParams,
+        req.id, jsonrpc::kInvalidParams,
         "unknown tool: " + (name.is_string() ? name.get<std::string>() : name.dump()) +
             " (this server has one tool, " + tool + ")"));
     return;
@@ -338,7 +329,7 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   if (meta.is_object() && meta.contains("progressToken") && meta["progressToken"].is_string() &&
       meta["progressToken"].get_ref<const std::string&>().size() > kMaxProgressTokenBytes) {
     send_(jsonrpc::Error(
-        id, jsonrpc::kInvalidParams,
+        req.id, jsonrpc::kInvalidParams,
         "_meta.progressToken is " +
             std::to_string(meta["progressToken"].get_ref<const std::string&>().size()) +
             " bytes long; at most " + std::to_string(kMaxProgressTokenBytes)));
@@ -347,7 +338,7 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   json args = params.value("arguments", json::object());
   if (args.is_null()) args = json::object();
   if (!args.is_object()) {
-    send_(jsonrpc::Result(id, result_of(ToolErrorResult("arguments must be an object"))));
+    send_(jsonrpc::Result(req.id, result_of(ToolErrorResult("arguments must be an object"))));
     return;
   }
   CallContext context{connection_, stateless_era, std::string(), options_.peer};
@@ -362,32 +353,32 @@ void McpSession::StartToolCall(const json& id, const json& params, bool stateles
   }
   auto accepted = backend_.Accept(args, context);
   if (auto* refusal = std::get_if<json>(&accepted)) {
-    send_(jsonrpc::Result(id, result_of(*refusal)));
+    send_(jsonrpc::Result(req.id, result_of(*refusal)));
     return;
   }
   auto token = std::make_shared<CancelToken>();
-  std::string key = id.dump();
+  const jsonrpc::RequestId id = req.id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    calls_.emplace(key, token);
+    calls_.emplace(id, token);
     ++in_flight_;
   }
-  ToolBackend::Progress progress = MakeProgress(id, params, token);
+  ToolBackend::Progress progress = MakeProgress(req, token);
   auto work = std::get<ToolBackend::Work>(std::move(accepted));
   // (tasks() may wait for the server's warm-up: asked only for a client
   // that declared tasks.)
   if (DeclaresTasks(params)) {
     TaskStore* store = backend_.tasks();
     if (store && store->enabled()) {
-      return StartTaskableCall(id, key, token, progress, stateless_era, std::move(work), *store);
+      return StartTaskableCall(id, token, progress, stateless_era, std::move(work), *store);
     }
   }
   const bool started =
-      pool_.Start([this, id, key, token, progress, stateless_era, work = std::move(work)] {
+      pool_.Start([this, id, token, progress, stateless_era, work = std::move(work)] {
         json result = work(*token, progress);
-        AnswerCall(id, key, token, stateless_era ? stateless::Complete(std::move(result)) : result);
+        AnswerCall(id, token, stateless_era ? stateless::Complete(std::move(result)) : result);
       });
-  if (!started) AnswerCall(id, key, token, NoThreadResult(stateless_era));
+  if (!started) AnswerCall(id, token, NoThreadResult(stateless_era));
 }
 
 json McpSession::NoThreadResult(bool stateless_era) {
@@ -399,22 +390,22 @@ json McpSession::NoThreadResult(bool stateless_era) {
   return stateless_era ? stateless::Complete(std::move(result)) : result;
 }
 
-void McpSession::AnswerCall(const json& id, const std::string& key,
-                            const std::shared_ptr<CancelToken>& token, const json& result) {
+void McpSession::AnswerCall(const jsonrpc::RequestId& id, const std::shared_ptr<CancelToken>& token,
+                            const json& result) {
   // A cancelled request gets no response (MCP cancellation); one ended by
   // the server's shutdown is answered.
   if (!token->cancelled() || token->reason() == CancelReason::kShutdown) {
     send_(jsonrpc::Result(id, result));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  ForgetCallLocked(key, token);
+  ForgetCallLocked(id, token);
   --in_flight_;
   idle_cv_.notify_all();
 }
 
-void McpSession::ForgetCallLocked(const std::string& key,
+void McpSession::ForgetCallLocked(const jsonrpc::RequestId& id,
                                   const std::shared_ptr<CancelToken>& token) {
-  auto [first, last] = calls_.equal_range(key);
+  auto [first, last] = calls_.equal_range(id);
   for (auto it = first; it != last; ++it) {
     if (it->second == token) {
       calls_.erase(it);
@@ -447,7 +438,7 @@ std::string TaskProgressMessage(double seconds, const std::string& newest) {
 // progress goes through `progress` (the call's thread, which the session
 // waits for, is still there), after it everything goes to the store, which
 // outlives every session.
-void McpSession::StartTaskableCall(const json& id, const std::string& key,
+void McpSession::StartTaskableCall(const jsonrpc::RequestId& id,
                                    const std::shared_ptr<CancelToken>& token,
                                    const ToolBackend::Progress& progress, bool stateless_era,
                                    ToolBackend::Work work, TaskStore& store) {
@@ -474,10 +465,10 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
     lock.unlock();
     store.Finish(task, std::move(result));
   };
-  const bool started = pool_.Start(
-      [this, id, key, token, call, stateless_era, &store, run = std::move(run)]() mutable {
+  const bool started =
+      pool_.Start([this, id, token, call, stateless_era, &store, run = std::move(run)]() mutable {
         if (!pool_.Start(std::move(run))) {
-          return AnswerCall(id, key, token, NoThreadResult(stateless_era));
+          return AnswerCall(id, token, NoThreadResult(stateless_era));
         }
         std::unique_lock<std::mutex> lock(call->mu);
         if (!call->cv.wait_for(lock, store.options().after, [&] { return call->done; })) {
@@ -491,7 +482,7 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
           {
             std::lock_guard<std::mutex> l(mu_);
             if (!token->cancelled()) created = store.Create(token, &task);
-            if (created) ForgetCallLocked(key, token);
+            if (created) ForgetCallLocked(id, token);
           }
           if (created) {
             call->task = task;
@@ -508,9 +499,9 @@ void McpSession::StartTaskableCall(const json& id, const std::string& key,
         call->cv.wait(lock, [&] { return call->done; });
         json result = std::move(call->result);
         lock.unlock();
-        AnswerCall(id, key, token, result);
+        AnswerCall(id, token, result);
       });
-  if (!started) AnswerCall(id, key, token, NoThreadResult(stateless_era));
+  if (!started) AnswerCall(id, token, NoThreadResult(stateless_era));
 }
 
 // Per request, in both eras: the extension's server "MUST NOT return
@@ -533,8 +524,11 @@ json McpSession::Extensions() const {
 
 // The extension's methods. A client that did not declare it is refused
 // (-32021); an id that names no task, never had or expired, is -32602.
-void McpSession::HandleTaskRequest(const json& id, const std::string& method, const json& params,
-                                   bool stateless_era) {
+void McpSession::TaskRequest(const Request& req) {
+  const jsonrpc::RequestId& id = req.id;
+  const std::string& method = req.method;
+  const json& params = req.params;
+  const bool stateless_era = req.stateless();
   if (!DeclaresTasks(params)) {
     json error = jsonrpc::Error(id, stateless::kMissingRequiredClientCapability,
                                 std::string("Missing required client capability: ") + method +
@@ -584,9 +578,10 @@ void McpSession::HandleTaskRequest(const json& id, const std::string& method, co
   send_(jsonrpc::Result(id, complete(std::move(*found))));
 }
 
-ToolBackend::Progress McpSession::MakeProgress(const json& id, const json& params,
+ToolBackend::Progress McpSession::MakeProgress(const Request& req,
                                                const std::shared_ptr<CancelToken>& token) {
-  const json meta = params.value("_meta", json::object());
+  const jsonrpc::RequestId id = req.id;
+  const json meta = req.params.value("_meta", json::object());
   if (!meta.is_object() || !meta.contains("progressToken")) return nullptr;
   const json progress_token = meta["progressToken"];
   if (!progress_token.is_string() && !progress_token.is_number_integer()) return nullptr;
@@ -605,7 +600,7 @@ ToolBackend::Progress McpSession::MakeProgress(const json& id, const json& param
 
 void McpSession::CancelAll(CancelReason why) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [key, token] : calls_) token->Cancel(why);
+  for (auto& [id, token] : calls_) token->Cancel(why);
 }
 
 bool McpSession::WaitIdle(std::chrono::milliseconds timeout) {

@@ -1,6 +1,11 @@
 // MCP over JSON-RPC 2.0, independent of the transport: a session takes
 // messages in and hands responses to a sender (possibly later and from
-// another thread: a tools/call runs on its own thread).
+// another thread: a tools/call runs on the server's call pool).
+//
+// One dispatch for both eras: a message is classified once (its JSON-RPC
+// envelope, jsonrpc::Classify; its era, eras::Classify), at the transport's
+// entry or in Handle for a transport that does no checks of its own
+// (stdio), and then routed by a method-to-handler table of its era.
 #pragma once
 
 #include <atomic>
@@ -13,6 +18,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,12 +26,11 @@
 
 #include "base/call_pool.h"
 #include "base/cancel.h"
+#include "protocol/eras.h"
+#include "protocol/jsonrpc.h"
 #include "protocol/tasks.h"
 
 namespace mcpexec {
-
-extern const std::vector<std::string> kSupportedProtocolVersions;  // newest first
-std::string NegotiateProtocolVersion(const std::string& requested);
 
 // Where a tools/call came from: its connection (one per McpSession, never
 // reused: for state a tool keeps per connection), whether it is of protocol
@@ -96,23 +101,21 @@ class ToolBackend {
 // A CallToolResult with isError true: the one text item is `message`.
 nlohmann::json ToolErrorResult(const std::string& message);
 
-namespace jsonrpc {
-constexpr int kParseError = -32700;
-constexpr int kInvalidRequest = -32600;
-constexpr int kMethodNotFound = -32601;
-constexpr int kInvalidParams = -32602;
-constexpr int kInternalError = -32603;
-constexpr int kResourceNotFound = -32002;  // MCP 2025 revisions
-nlohmann::json Error(const nlohmann::json& id, int code, const std::string& message);
-nlohmann::json Result(const nlohmann::json& id, const nlohmann::json& result);
-}  // namespace jsonrpc
-
 // The longest string progressToken a call may carry (it is repeated in
 // every progress notification): longer ones are refused (-32602).
 constexpr size_t kMaxProgressTokenBytes = 1024;
 
 // How long a client may keep discover's and the lists' results (ttlMs).
 constexpr int64_t kCacheTtlMs = 300000;
+
+// A request as the handlers see it: checked, of one era.
+struct Request {
+  jsonrpc::RequestId id;
+  std::string method;
+  nlohmann::json params;  // an object
+  Era era = Era::kLegacy;
+  bool stateless() const { return era == Era::kStateless; }
+};
 
 class McpSession {
  public:
@@ -135,13 +138,26 @@ class McpSession {
   // belongs to (streamable HTTP) sets this; it returns false when it cannot,
   // and the message then goes to the Sender.
   using RelatedSender =
-      std::function<bool(const nlohmann::json& msg, const nlohmann::json& request_id)>;
+      std::function<bool(const nlohmann::json& msg, const jsonrpc::RequestId& request_id)>;
   void SetRelatedSender(RelatedSender related) { related_ = std::move(related); }
   ~McpSession();
 
   // A raw message: -32700 if it is not JSON.
   void HandleText(const std::string& text);
+  // A message no transport has checked: classified, a request of the
+  // stateless era checked (envelope, version, method), then delivered.
   void Handle(const nlohmann::json& msg);
+  // A message the transport classified and, for a request of the stateless
+  // era, checked (with its headers: transport/http_stateless.h).
+  void Deliver(const jsonrpc::Inbound& in, Era era);
+  // The client's cancellation of a request (notifications/cancelled, or a
+  // transport that saw its client leave): its call ends unanswered, a
+  // listen ends.
+  void Cancel(const jsonrpc::RequestId& id);
+
+  // The methods the era's table routes (the tests hold the stateless one
+  // to eras::kStatelessMethods).
+  static std::vector<std::string> MethodsOf(Era era);
 
   // Ends every run of this session (queued ones never start) and, with
   // WaitIdle, waits for their threads. kClient: the calls get no answer (MCP
@@ -159,23 +175,38 @@ class McpSession {
   std::string protocol_version() const;
 
  private:
-  void HandleRequest(const nlohmann::json& id, const std::string& method,
-                     const nlohmann::json& params);
-  void HandleNotification(const std::string& method, const nlohmann::json& params);
-  void HandleStatelessRequest(const nlohmann::json& id, const std::string& method,
-                              const nlohmann::json& params);
-  void StartToolCall(const nlohmann::json& id, const nlohmann::json& params,
-                     bool stateless_era = false);
+  using Handler = void (McpSession::*)(const Request&);
+  struct Route {
+    Handler handler;
+    bool before_initialize;  // 2025 era: served before the handshake
+  };
+  using Table = std::map<std::string, Route, std::less<>>;
+  static const Table& TableOf(Era era);
+  void Dispatch(const Request& req);
+
+  // The handlers (of both eras unless named for one).
+  void Initialize(const Request& req);  // 2025
+  void Ping(const Request& req);        // 2025
+  void Discover(const Request& req);    // 2026-07-28
+  void ListTools(const Request& req);
+  void ListResources(const Request& req);
+  void ListResourceTemplates(const Request& req);
+  void ListPrompts(const Request& req);  // 2026-07-28
+  void GetPrompt(const Request& req);    // 2026-07-28
+  void ReadResource(const Request& req);
+  void Listen(const Request& req);  // 2026-07-28
+  void CallTool(const Request& req);
+  // tasks/get, tasks/cancel, tasks/update.
+  void TaskRequest(const Request& req);
+
+  // A list's result: in the stateless era with its caching hints.
+  void AnswerList(const Request& req, nlohmann::json result);
   // A call from a client that declared tasks: its work runs on a thread of
   // its own, and the call's thread answers it, or hands it to the task store
   // once it has run for TaskOptions::after.
-  void StartTaskableCall(const nlohmann::json& id, const std::string& key,
-                         const std::shared_ptr<CancelToken>& token,
+  void StartTaskableCall(const jsonrpc::RequestId& id, const std::shared_ptr<CancelToken>& token,
                          const ToolBackend::Progress& progress, bool stateless_era,
                          ToolBackend::Work work, TaskStore& store);
-  // tasks/get, tasks/cancel, tasks/update.
-  void HandleTaskRequest(const nlohmann::json& id, const std::string& method,
-                         const nlohmann::json& params, bool stateless_era);
   // Whether the request declares io.modelcontextprotocol/tasks (its _meta
   // clientCapabilities.extensions), in either era.
   static bool DeclaresTasks(const nlohmann::json& params);
@@ -184,14 +215,11 @@ class McpSession {
   nlohmann::json Extensions() const;
   // The call's answer, unless the client cancelled it (MCP cancellation:
   // no answer); then it leaves calls_ and in_flight_.
-  void AnswerCall(const nlohmann::json& id, const std::string& key,
-                  const std::shared_ptr<CancelToken>& token, const nlohmann::json& result);
-  void ForgetCallLocked(const std::string& key, const std::shared_ptr<CancelToken>& token);
-  void StartListen(const nlohmann::json& id);
-  void ReadResource(const nlohmann::json& id, const nlohmann::json& params, bool stateless_era);
+  void AnswerCall(const jsonrpc::RequestId& id, const std::shared_ptr<CancelToken>& token,
+                  const nlohmann::json& result);
+  void ForgetCallLocked(const jsonrpc::RequestId& id, const std::shared_ptr<CancelToken>& token);
 
-  ToolBackend::Progress MakeProgress(const nlohmann::json& id, const nlohmann::json& params,
-                                     const std::shared_ptr<CancelToken>& token);
+  ToolBackend::Progress MakeProgress(const Request& req, const std::shared_ptr<CancelToken>& token);
 
   // A call's answer when no thread could be made for its work.
   static nlohmann::json NoThreadResult(bool stateless_era);
@@ -207,13 +235,13 @@ class McpSession {
   std::condition_variable idle_cv_;
   std::string protocol_version_;
   std::string client_;  // initialize's clientInfo.name
-  // key: id.dump(); a client may (wrongly) reuse the id of a call in flight:
-  // every call stays reachable for cancellation.
-  std::multimap<std::string, std::shared_ptr<CancelToken>> calls_;
+  // A client may (wrongly) reuse the id of a call in flight: every call
+  // stays reachable for cancellation.
+  std::multimap<jsonrpc::RequestId, std::shared_ptr<CancelToken>> calls_;
   int64_t in_flight_ = 0;
-  // Open subscriptions/listen requests, by id.dump(): acknowledged, never
-  // notified (this server's lists do not change), answered at the end.
-  std::map<std::string, nlohmann::json> listens_;
+  // Open subscriptions/listen requests: acknowledged, never notified (this
+  // server's lists do not change), answered at the end.
+  std::set<jsonrpc::RequestId> listens_;
 };
 
 }  // namespace mcpexec

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/version.h"
-#include "protocol/mcp_session.h"
+#include "protocol/jsonrpc.h"
 
 namespace mcpexec::stateless {
 
@@ -15,18 +15,6 @@ namespace {
 
 constexpr std::array<std::string_view, 8> kLogLevels = {"debug", "info",     "notice", "warning",
                                                         "error", "critical", "alert",  "emergency"};
-
-constexpr std::array<std::string_view, 12> kServedMethods = {
-    "server/discover",      "tools/list",     "tools/call",     "prompts/list",
-    "prompts/get",          "resources/list", "resources/read", "resources/templates/list",
-    "subscriptions/listen", "tasks/get",      "tasks/cancel",   "tasks/update"};
-
-bool IsLegacyVersion(const std::string& v) {
-  for (const std::string& s : kSupportedProtocolVersions) {
-    if (s == v) return true;
-  }
-  return false;
-}
 
 // The keys of the envelope that are missing and those that are there but
 // wrong, each by its name.
@@ -65,19 +53,6 @@ std::string Join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-Era ClassifyMessage(const json& msg, const std::string* version_header) {
-  if (msg.is_object() && msg.contains("params") && msg["params"].is_object()) {
-    const json& params = msg["params"];
-    if (params.contains("_meta") && params["_meta"].is_object() &&
-        params["_meta"].contains(kMetaProtocolVersion)) {
-      return Era::kStateless;
-    }
-  }
-  // Dates compare as strings: a header of this revision or a later one.
-  if (version_header && *version_header >= kVersion) return Era::kStateless;
-  return Era::kLegacy;
-}
-
 std::optional<Rejection> CheckEnvelope(const json& id, const json& params) {
   if (!params.is_object() || !params.contains("_meta") || !params["_meta"].is_object()) {
     return Rejection{400, jsonrpc::Error(id, jsonrpc::kInvalidParams,
@@ -105,30 +80,25 @@ std::optional<Rejection> CheckVersion(const json& id, const std::string& version
   if (version == kVersion) return std::nullopt;
   std::string message = "unsupported protocol version " + version + ": this server speaks " +
                         kVersion + " without a handshake";
-  if (IsLegacyVersion(version)) message += ", and " + version + " after initialize";
+  if (eras::IsLegacyVersion(version)) message += ", and " + version + " after initialize";
   json response = jsonrpc::Error(id, kUnsupportedProtocolVersion, message);
-  response["error"]["data"] = {{"supported", AllSupportedVersions()}, {"requested", version}};
+  response["error"]["data"] = {{"supported", eras::AllSupportedVersions()}, {"requested", version}};
   return Rejection{400, std::move(response)};
 }
 
-std::vector<std::string> AllSupportedVersions() {
-  std::vector<std::string> all = {kVersion};
-  all.insert(all.end(), kSupportedProtocolVersions.begin(), kSupportedProtocolVersions.end());
-  return all;
-}
-
-bool IsServedMethod(const std::string& method) {
-  for (std::string_view m : kServedMethods) {
-    if (m == method) return true;
-  }
-  return false;
-}
-
 std::optional<Rejection> CheckMethod(const json& id, const std::string& method) {
-  if (IsServedMethod(method)) return std::nullopt;
+  if (eras::IsStatelessMethod(method)) return std::nullopt;
   return Rejection{
       404, jsonrpc::Error(id, jsonrpc::kMethodNotFound,
                           "method not found in protocol " + std::string(kVersion) + ": " + method)};
+}
+
+std::optional<Rejection> CheckRequest(const json& id, const std::string& method,
+                                      const json& params) {
+  if (auto refused = CheckEnvelope(id, params)) return refused;
+  if (auto refused = CheckVersion(id, params["_meta"][kMetaProtocolVersion].get<std::string>()))
+    return refused;
+  return CheckMethod(id, method);
 }
 
 json ServerInfo() {

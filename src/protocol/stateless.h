@@ -1,9 +1,8 @@
 // The vocabulary of MCP revision 2026-07-28, the stateless era, as pure
-// functions: which era a message is of, the checks of a request's _meta
-// envelope and version, the methods the era serves, and what every result
-// of the era carries. McpSession and the HTTP transport apply them; nothing
-// here holds state. The 2025 revisions (initialize, Mcp-Session-Id) stay in
-// mcp_session.cc as they were.
+// functions: the checks of a request's _meta envelope, version and method,
+// and what every result of the era carries. McpSession and the HTTP
+// transport apply them; nothing here holds state. Which era a message is
+// of, the versions and the era's methods: protocol/eras.h.
 //
 // Spec: docs/specification/2026-07-28/basic/index.mdx (per-request fields,
 // error codes, resultType), basic/versioning.mdx, server/discover.mdx,
@@ -16,12 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "protocol/eras.h"
+
 namespace mcpexec::stateless {
 
-inline constexpr char kVersion[] = "2026-07-28";
+inline constexpr const char* kVersion = eras::kStatelessVersion;
 
 // The request's _meta keys, and the result's and notifications'.
-inline constexpr char kMetaProtocolVersion[] = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaProtocolVersion = eras::kMetaProtocolVersion;
 inline constexpr char kMetaClientCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 inline constexpr char kMetaClientInfo[] = "io.modelcontextprotocol/clientInfo";
 inline constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
@@ -32,14 +33,6 @@ inline constexpr char kMetaSubscriptionId[] = "io.modelcontextprotocol/subscript
 constexpr int kHeaderMismatch = -32020;
 constexpr int kMissingRequiredClientCapability = -32021;
 constexpr int kUnsupportedProtocolVersion = -32022;
-
-enum class Era { kLegacy, kStateless };
-
-// A message is of the stateless era when its params._meta names a protocol
-// version; else when the HTTP MCP-Protocol-Version header (version_header,
-// null on stdio) is 2026-07-28 or later (its envelope is then missing, which
-// CheckEnvelope refuses); else it is of the 2025 era.
-Era ClassifyMessage(const nlohmann::json& msg, const std::string* version_header);
 
 // What a request of the era is refused with: the JSON-RPC error (with the
 // request's own id) and the HTTP status it goes with.
@@ -58,15 +51,14 @@ std::optional<Rejection> CheckEnvelope(const nlohmann::json& id, const nlohmann:
 // a 2025 version is served after initialize, and the message says so.
 std::optional<Rejection> CheckVersion(const nlohmann::json& id, const std::string& version);
 
-// Every version this server speaks: 2026-07-28 first, then the 2025 ones.
-std::vector<std::string> AllSupportedVersions();
-
-// The methods the era serves here; anything else, the methods the revision
-// removed (initialize, ping, logging/setLevel, resources/subscribe...)
-// included, is -32601 (404 over HTTP).
-bool IsServedMethod(const std::string& method);
-// -32601 (HTTP 404) for a method IsServedMethod refuses.
+// -32601 (HTTP 404) for a method the era does not serve here
+// (eras::kStatelessMethods).
 std::optional<Rejection> CheckMethod(const nlohmann::json& id, const std::string& method);
+
+// The three above in order: what a request of the era is refused with
+// where no transport headers take part (stdio).
+std::optional<Rejection> CheckRequest(const nlohmann::json& id, const std::string& method,
+                                      const nlohmann::json& params);
 
 // {name, title, version}: in initialize's result and in every result of
 // the era (_meta io.modelcontextprotocol/serverInfo).

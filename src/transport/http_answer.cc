@@ -17,8 +17,9 @@ using Clock = std::chrono::steady_clock;
 // second while it runs, so that a client that leaves is noticed (the write
 // fails) and its run ended.
 void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
-                                   const std::shared_ptr<Waiter>& waiter, const json& id,
-                                   http::Headers session_header, bool listen) {
+                                   const std::shared_ptr<Waiter>& waiter,
+                                   const jsonrpc::RequestId& id, http::Headers session_header,
+                                   bool listen) {
   http::Response head;
   head.content_type = "text/event-stream";
   head.headers = std::move(session_header);
@@ -42,9 +43,7 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
     if (!answered && !session->closed()) {
       // The client left before the answer: end its run at once.
       log::Info("client_gone", {{"transport", "http"}});
-      session->mcp().Handle({{"jsonrpc", "2.0"},
-                             {"method", "notifications/cancelled"},
-                             {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
+      session->mcp().Cancel(id);
     }
     if (listen) streams_--;
     post_streams_--;
@@ -68,8 +67,8 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
 
 void HttpTransport::AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchange,
                                    const std::shared_ptr<HttpSession>& session,
-                                   const std::shared_ptr<Waiter>& waiter, const json& id,
-                                   http::Headers session_header) {
+                                   const std::shared_ptr<Waiter>& waiter,
+                                   const jsonrpc::RequestId& id, http::Headers session_header) {
   post_streams_++;
   // Once, by whichever comes first: the answer (on_done) or the client's
   // leaving (Await's gone).
@@ -88,9 +87,7 @@ void HttpTransport::AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchan
     if (!session->closed()) {
       // The client left before the answer: end its run at once.
       log::Info("client_gone", {{"transport", "http"}});
-      session->mcp().Handle({{"jsonrpc", "2.0"},
-                             {"method", "notifications/cancelled"},
-                             {"params", {{"requestId", id}, {"reason", "client disconnected"}}}});
+      session->mcp().Cancel(id);
     }
     end();
   });

@@ -55,32 +55,33 @@ HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless, cons
           McpSession::Options{stateless, peer, pool}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
-    mcp_.SetRelatedSender(
-        [this](const json& m, const json& request_id) { return ToRequestStream(m, request_id); });
+    mcp_.SetRelatedSender([this](const json& m, const jsonrpc::RequestId& request_id) {
+      return ToRequestStream(m, request_id);
+    });
   }
 }
 
-std::shared_ptr<Waiter> HttpSession::Expect(const json& id) {
+std::shared_ptr<Waiter> HttpSession::Expect(const jsonrpc::RequestId& id) {
   auto w = std::make_shared<Waiter>(id);
   std::lock_guard<std::mutex> lock(mu_);
-  waiters_[id.dump()] = w;
+  waiters_[id] = w;
   return w;
 }
 
-void HttpSession::Forget(const json& id, const std::shared_ptr<Waiter>& w) {
+void HttpSession::Forget(const jsonrpc::RequestId& id, const std::shared_ptr<Waiter>& w) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = waiters_.find(id.dump());
+  auto it = waiters_.find(id);
   if (it != waiters_.end() && it->second == w) waiters_.erase(it);
 }
 
-void HttpSession::ExpectOnStream(const json& id) {
+void HttpSession::ExpectOnStream(const jsonrpc::RequestId& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  pending_.insert(id.dump());
+  pending_.insert(id);
 }
 
-void HttpSession::NotExpected(const json& id) {
+void HttpSession::NotExpected(const jsonrpc::RequestId& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = pending_.find(id.dump());
+  auto it = pending_.find(id);
   if (it != pending_.end()) pending_.erase(it);
 }
 
@@ -154,7 +155,7 @@ bool HttpSession::Quiet() {
 
 int HttpSession::AnswerOverdue(Clock::time_point now, bool all, const std::string& why) {
   std::vector<std::shared_ptr<Waiter>> waiting;
-  std::vector<std::string> legacy_ids;
+  std::vector<jsonrpc::RequestId> legacy_ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [k, w] : waiters_) waiting.push_back(w);
@@ -168,7 +169,7 @@ int HttpSession::AnswerOverdue(Clock::time_point now, bool all, const std::strin
     ++n;
   }
   for (const auto& id : legacy_ids) {
-    Route(jsonrpc::Error(json::parse(id), jsonrpc::kInternalError, why));
+    Route(jsonrpc::Error(id, jsonrpc::kInternalError, why));
     ++n;
   }
   return n;
@@ -184,11 +185,11 @@ Clock::time_point HttpSession::last_used() {
   return last_used_;
 }
 
-bool HttpSession::ToRequestStream(const json& m, const json& request_id) {
+bool HttpSession::ToRequestStream(const json& m, const jsonrpc::RequestId& request_id) {
   std::shared_ptr<Waiter> w;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = waiters_.find(request_id.dump());
+    auto it = waiters_.find(request_id);
     if (it == waiters_.end()) return false;
     w = it->second;
   }
@@ -223,17 +224,19 @@ void HttpSession::ToStreamsLocked(const json& m) {
 }
 
 void HttpSession::Route(const json& m) {
-  const bool has_id = m.is_object() && m.contains("id") && !m["id"].is_null();
+  // An answer (or an error) to one of the client's requests.
+  const std::optional<jsonrpc::RequestId> id =
+      m.is_object() && m.contains("id") ? jsonrpc::RequestId::From(m["id"]) : std::nullopt;
   std::shared_ptr<Waiter> w;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (has_id && !legacy_) {
-      auto it = waiters_.find(m["id"].dump());
+    if (id && !legacy_) {
+      auto it = waiters_.find(*id);
       if (it != waiters_.end()) w = it->second;
     }
     if (!w) {
-      if (has_id && legacy_) {
-        auto it = pending_.find(m["id"].dump());
+      if (id && legacy_) {
+        auto it = pending_.find(*id);
         if (it != pending_.end()) pending_.erase(it);
       }
       ToStreamsLocked(m);

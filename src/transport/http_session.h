@@ -35,8 +35,8 @@ std::string LenientDump(const nlohmann::json& msg);
 // after: as JSON when the POST awaits it (a call that sends nothing before
 // its result), else as the stream's one event.
 struct Waiter {
-  explicit Waiter(nlohmann::json request_id) : id(std::move(request_id)) {}
-  const nlohmann::json id;
+  explicit Waiter(jsonrpc::RequestId request_id) : id(std::move(request_id)) {}
+  const jsonrpc::RequestId id;
   std::mutex mu;
   std::optional<nlohmann::json> answer;  // arrived before a stream was attached
   std::shared_ptr<http::Stream> stream;  // attached once the POST streams
@@ -77,13 +77,13 @@ class HttpSession {
 
   bool legacy() const { return legacy_; }
 
-  std::shared_ptr<Waiter> Expect(const nlohmann::json& id);
+  std::shared_ptr<Waiter> Expect(const jsonrpc::RequestId& id);
   // Only this waiter: a client may reuse an id once answered, and this may
   // run after it did (a stream's on_close runs when the bytes are gone).
-  void Forget(const nlohmann::json& id, const std::shared_ptr<Waiter>& w);
+  void Forget(const jsonrpc::RequestId& id, const std::shared_ptr<Waiter>& w);
   // Legacy transport: a request whose answer will travel on the stream.
-  void ExpectOnStream(const nlohmann::json& id);
-  void NotExpected(const nlohmann::json& id);
+  void ExpectOnStream(const jsonrpc::RequestId& id);
+  void NotExpected(const jsonrpc::RequestId& id);
 
   // An event stream of this session (GET /mcp, or the legacy stream): what
   // waited for one is written to it first.
@@ -112,7 +112,7 @@ class HttpSession {
   std::string client;  // the address that opened it (set once, before it is shared)
 
  private:
-  bool ToRequestStream(const nlohmann::json& m, const nlohmann::json& request_id);
+  bool ToRequestStream(const nlohmann::json& m, const jsonrpc::RequestId& request_id);
   void Route(const nlohmann::json& m);
   // With mu_ held: m goes to an open stream, or waits for one.
   void ToStreamsLocked(const nlohmann::json& m);
@@ -121,8 +121,8 @@ class HttpSession {
   static constexpr size_t kMaxQueuedEvents = 1000;
   const bool legacy_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Waiter>> waiters_;
-  std::multiset<std::string> pending_;
+  std::map<jsonrpc::RequestId, std::shared_ptr<Waiter>> waiters_;
+  std::multiset<jsonrpc::RequestId> pending_;
   std::vector<std::shared_ptr<http::Stream>> streams_;
   std::deque<std::string> events_;
   bool closed_ = false;

@@ -25,10 +25,10 @@ http::Response Mismatch(const json& id, const std::string& message) {
 }  // namespace
 
 std::optional<http::Response> CheckStatelessPost(
-    const http::Request& req, const json& msg,
+    const http::Request& req, const json& msg, const jsonrpc::Inbound& in,
     const std::vector<mcp_headers::ParamHeader>& param_headers, const std::string& tool_name) {
-  const json id = msg.contains("id") ? msg["id"] : json();
-  const json params = msg.value("params", json());
+  const json id = in.id ? in.id->ToJson() : json();
+  const json& params = in.params;
   if (auto refused = stateless::CheckEnvelope(id, params)) {
     return ErrorAnswer(refused->http_status, refused->response);
   }
@@ -44,7 +44,7 @@ std::optional<http::Response> CheckStatelessPost(
     return ErrorAnswer(refused->http_status, refused->response);
   }
   if (auto why = mcp_headers::CheckStandardHeaders(req.headers, msg)) return Mismatch(id, *why);
-  const std::string method = msg["method"];
+  const std::string& method = in.method;
   if (auto refused = stateless::CheckMethod(id, method)) {
     return ErrorAnswer(refused->http_status, refused->response);
   }

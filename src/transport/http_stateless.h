@@ -28,8 +28,9 @@ namespace mcpexec {
 // this era does not serve (-32601, 404), and the tool's Mcp-Param-*
 // headers on tools/call (-32020, 400). Each error keeps the request's id.
 // nullopt: serve it. `param_headers`: the tool's (ParamHeaderDecls).
+// `msg` is the body, `in` the request it holds (jsonrpc::Classify).
 std::optional<http::Response> CheckStatelessPost(
-    const http::Request& req, const nlohmann::json& msg,
+    const http::Request& req, const nlohmann::json& msg, const jsonrpc::Inbound& in,
     const std::vector<mcp_headers::ParamHeader>& param_headers, const std::string& tool_name);
 
 // The sessions of the stateless POSTs still going: the transport's drain

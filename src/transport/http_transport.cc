@@ -40,19 +40,8 @@ http::Response JsonRpcHttpError(int status, int code, const std::string& message
   return r;
 }
 
-// A request's id to echo in an error: a string or an integer, else null.
-json IdOf(const json& msg) {
-  if (!msg.is_object()) return nullptr;
-  auto it = msg.find("id");
-  if (it == msg.end() || !(it->is_string() || it->is_number_integer())) return nullptr;
-  return *it;
-}
-
-std::string SupportedVersionsText() {
-  std::string s;
-  for (const auto& v : kSupportedProtocolVersions) s += (s.empty() ? "" : ", ") + std::string(v);
-  return s;
-}
+// A request's id to echo in an error (null for a notification).
+json IdOf(const jsonrpc::Inbound& in) { return in.id ? in.id->ToJson() : json(nullptr); }
 
 http::Response JsonAnswer(const json& msg) {
   http::Response r;
@@ -64,12 +53,10 @@ http::Response JsonAnswer(const json& msg) {
 // A tools/call that asked for no progress: nothing goes on its stream before
 // its result, so it is answered as JSON (an event stream only when a message
 // must come first, as the MCP TypeScript SDK's transport does).
-bool IsCallWithoutProgress(const json& msg) {
-  if (msg.value("method", json()) != "tools/call") return false;
-  const json params = msg.value("params", json());
-  if (!params.is_object()) return true;
-  const json meta = params.value("_meta", json());
-  return !meta.is_object() || !meta.contains("progressToken");
+bool IsCallWithoutProgress(const jsonrpc::Inbound& in) {
+  if (in.method != "tools/call") return false;
+  auto meta = in.params.find("_meta");
+  return meta == in.params.end() || !meta->is_object() || !meta->contains("progressToken");
 }
 
 bool MediaTypeIs(const std::string& header, const char* type) {
@@ -80,13 +67,6 @@ bool MediaTypeIs(const std::string& header, const char* type) {
 
 bool Accepts(const std::string& accept, const char* type) {
   return accept.find(type) != std::string::npos || accept.find("*/*") != std::string::npos;
-}
-
-bool IsSupportedVersion(const std::string& v) {
-  for (const auto& s : kSupportedProtocolVersions) {
-    if (s == v) return true;
-  }
-  return false;
 }
 
 // Headers a browser may send on a cross-origin request to us: those of both
@@ -335,37 +315,35 @@ void HttpTransport::StreamablePost(const http::Request& req,
                                    const std::shared_ptr<http::Exchange>& exchange) {
   http::Exchange& ex = *exchange;
   if (auto refusal = CheckPostHeaders(req)) return ex.Reply(std::move(*refusal));
+  // The message is classified here, once: its JSON-RPC envelope, then its
+  // era; the session dispatches what this hands it without asking again.
   json msg;
-  if (auto refusal = ParsePostMessage(req, &msg)) return ex.Reply(std::move(*refusal));
+  jsonrpc::Inbound in;
+  if (auto refusal = ParsePostMessage(req, &msg, &in)) return ex.Reply(std::move(*refusal));
+  const bool is_request = in.kind == jsonrpc::Inbound::Kind::kRequest;
   // While it drains the server takes nothing new, but a task's client may
   // still poll it (its run has the grace too).
-  if (stopping_) {
-    const json method = msg.is_object() ? msg.value("method", json()) : json();
-    if (!method.is_string() || !IsTaskMethod(method.get<std::string>())) {
-      return ex.Reply(PlainError(503, "the server is shutting down"));
-    }
+  if (stopping_ && !(is_request && IsTaskMethod(in.method))) {
+    return ex.Reply(PlainError(503, "the server is shutting down"));
   }
   const std::string version_header(mcp_headers::TrimOws(req.Header("MCP-Protocol-Version")));
-  if (stateless::ClassifyMessage(
-          msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr) ==
-      stateless::Era::kStateless) {
-    return StatelessPost(req, msg, exchange);
-  }
-  const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
+  const Era era =
+      eras::Classify(msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr);
+  if (era == Era::kStateless) return StatelessPost(req, msg, in, exchange);
   std::shared_ptr<HttpSession> session;
   http::Headers session_header;
-  if (auto refusal = SessionForPost(req, msg, &session, &session_header)) {
+  if (auto refusal = SessionForPost(req, in, &session, &session_header)) {
     return ex.Reply(std::move(*refusal));
   }
   if (!is_request) {
-    session->mcp().Handle(msg);
+    session->mcp().Deliver(in, Era::kLegacy);
     http::Response r;
     r.status = 202;
     return ex.Reply(std::move(r));
   }
-  const json id = msg["id"];
+  const jsonrpc::RequestId id = *in.id;
   auto waiter = session->Expect(id);
-  session->mcp().Handle(msg);
+  session->mcp().Deliver(in, Era::kLegacy);
   {
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer) {
@@ -375,7 +353,7 @@ void HttpTransport::StreamablePost(const http::Request& req,
       return ex.Reply(std::move(r));
     }
   }
-  if (IsCallWithoutProgress(msg)) {
+  if (IsCallWithoutProgress(in)) {
     return AnswerWhenDone(exchange, session, waiter, id, std::move(session_header));
   }
   AnswerAsStream(ex, session, waiter, id, std::move(session_header));
@@ -385,31 +363,31 @@ void HttpTransport::StreamablePost(const http::Request& req,
 // headers, then served on a session of its own, answered as JSON when it is
 // done at once, else as an event stream of its own (a listen's stays open).
 void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
+                                  const jsonrpc::Inbound& in,
                                   const std::shared_ptr<http::Exchange>& exchange) {
   http::Exchange& ex = *exchange;
-  const bool is_request = msg.contains("id") && msg.value("method", json()).is_string();
-  if (!is_request) {
+  if (in.kind != jsonrpc::Inbound::Kind::kRequest) {
     // The era has no client notification over HTTP that we act on (closing
     // a call's stream cancels it), and this server sends no requests.
     http::Response r;
     r.status = 202;
     return ex.Reply(std::move(r));
   }
-  if (auto refusal = CheckStatelessPost(req, msg, param_headers_, tools_.ToolName())) {
+  if (auto refusal = CheckStatelessPost(req, msg, in, param_headers_, tools_.ToolName())) {
     return ex.Reply(std::move(*refusal));
   }
-  const bool listen = msg["method"] == "subscriptions/listen";
+  const bool listen = in.method == "subscriptions/listen";
   if (listen && !ReserveStream()) {
     return ex.Reply(JsonRpcHttpError(
         503, jsonrpc::kInternalError,
         "too many open streams (MCP_EXEC_MAX_STREAMS=" + std::to_string(config_.max_streams) +
             "); retry when one closes",
-        msg["id"]));
+        IdOf(in)));
   }
   auto session = stateless_.Open(tools_, req.client);
-  const json id = msg["id"];
+  const jsonrpc::RequestId id = *in.id;
   auto waiter = session->Expect(id);
-  session->mcp().Handle(msg);
+  session->mcp().Deliver(in, Era::kStateless);  // checked above, with its headers
   {
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer && waiter->early.empty() && !listen) {
@@ -417,7 +395,7 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
       return ex.Reply(JsonAnswer(*waiter->answer));
     }
   }
-  if (IsCallWithoutProgress(msg)) return AnswerWhenDone(exchange, session, waiter, id, {});
+  if (IsCallWithoutProgress(in)) return AnswerWhenDone(exchange, session, waiter, id, {});
   AnswerAsStream(ex, session, waiter, id, {}, listen);
 }
 
@@ -432,8 +410,8 @@ std::optional<http::Response> HttpTransport::CheckPostHeaders(const http::Reques
   return std::nullopt;
 }
 
-std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Request& req,
-                                                              json* msg) const {
+std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Request& req, json* msg,
+                                                              jsonrpc::Inbound* in) const {
   bounded_json::Parsed parsed = bounded_json::Parse(req.body);
   if (!parsed.ok()) {
     if (parsed.too_deep) {
@@ -443,18 +421,13 @@ std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Reques
     return JsonRpcHttpError(400, jsonrpc::kParseError, parsed.error);
   }
   *msg = std::move(parsed.value);
-  if (!msg->is_object()) {
-    return JsonRpcHttpError(
-        400, jsonrpc::kInvalidRequest,
-        msg->is_array() ? "batch requests are not supported" : "a message must be a JSON object");
-  }
-  const bool has_method = msg->contains("method") && (*msg)["method"].is_string();
-  const bool is_request = has_method && msg->contains("id");
-  if (is_request && !(*msg)["id"].is_string() && !(*msg)["id"].is_number_integer()) {
-    return JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "id must be a string or an integer");
-  }
-  if (!has_method && !msg->contains("result") && !msg->contains("error")) {
-    return JsonRpcHttpError(400, jsonrpc::kInvalidRequest, "method is missing");
+  *in = jsonrpc::Classify(*msg);
+  if (in->kind == jsonrpc::Inbound::Kind::kRefused) {
+    http::Response r;
+    r.status = 400;
+    r.content_type = "application/json";
+    r.body = LenientDump(in->refusal);  // it may quote the client's bytes
+    return r;
   }
   return std::nullopt;
 }
@@ -470,10 +443,10 @@ std::pair<std::string, std::shared_ptr<HttpSession>> HttpTransport::NewSession(
 // initialize opens a session (its id goes back in a header); anything else
 // names an open one.
 std::optional<http::Response> HttpTransport::SessionForPost(const http::Request& req,
-                                                            const json& msg,
+                                                            const jsonrpc::Inbound& in,
                                                             std::shared_ptr<HttpSession>* session,
                                                             http::Headers* session_header) {
-  if (msg.contains("id") && msg.value("method", json()) == "initialize") {
+  if (in.kind == jsonrpc::Inbound::Kind::kRequest && in.method == "initialize") {
     std::string why;
     auto created = NewSession(false, req.client, &why);
     if (!created.second) return PlainError(503, why);
@@ -485,7 +458,7 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
   const std::string session_id = req.Header("Mcp-Session-Id");
   if (session_id.empty()) {
     return JsonRpcHttpError(400, jsonrpc::kInvalidRequest,
-                            "Mcp-Session-Id header is required (initialize first)", IdOf(msg));
+                            "Mcp-Session-Id header is required (initialize first)", IdOf(in));
   }
   *session = sessions_.Find(session_id);
   if (!*session) {
@@ -493,15 +466,15 @@ std::optional<http::Response> HttpTransport::SessionForPost(const http::Request&
                             "session not found: it ended (DELETE, idle past "
                             "MCP_EXEC_SESSION_IDLE_S, evicted for room, or a server restart) or "
                             "never existed; initialize again for a new one",
-                            IdOf(msg));
+                            IdOf(in));
   }
   if (req.HasHeader("MCP-Protocol-Version") &&
-      !IsSupportedVersion(req.Header("MCP-Protocol-Version"))) {
+      !eras::IsLegacyVersion(req.Header("MCP-Protocol-Version"))) {
     return JsonRpcHttpError(
         400, jsonrpc::kInvalidRequest,
         "unsupported MCP-Protocol-Version: " + req.Header("MCP-Protocol-Version") +
-            " (supported: " + SupportedVersionsText() + ")",
-        IdOf(msg));
+            " (supported: " + eras::LegacyVersionList() + ")",
+        IdOf(in));
   }
   return std::nullopt;
 }
@@ -592,17 +565,20 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
                                      bounded_json::TopLevelId(req.body)));
   }
   if (!parsed.ok()) return ex.Reply(PlainError(400, "invalid JSON: " + parsed.error));
-  json msg = std::move(parsed.value);
+  // Classified once, here; every answer, refusals too, goes on the
+  // session's stream (this transport has no other way back).
+  const jsonrpc::Inbound in = jsonrpc::Classify(parsed.value);
   // What the stream owes the client, so that shutdown answers all of it.
-  if (msg.is_object() && msg.contains("method") && msg["method"].is_string()) {
-    if (msg.contains("id") && (msg["id"].is_string() || msg["id"].is_number_integer())) {
-      session->ExpectOnStream(msg["id"]);
-    } else if (msg["method"] == "notifications/cancelled" && msg.contains("params") &&
-               msg["params"].is_object() && msg["params"].contains("requestId")) {
-      session->NotExpected(msg["params"]["requestId"]);  // a cancelled call is not answered
+  if (in.kind == jsonrpc::Inbound::Kind::kRequest) {
+    session->ExpectOnStream(*in.id);
+  } else if (in.kind == jsonrpc::Inbound::Kind::kNotification &&
+             in.method == "notifications/cancelled") {
+    // A cancelled call is not answered.
+    if (auto id = jsonrpc::RequestId::From(in.params.value("requestId", json()))) {
+      session->NotExpected(*id);
     }
   }
-  session->mcp().Handle(msg);  // answers arrive on the session's stream
+  session->mcp().Deliver(in, Era::kLegacy);  // answers arrive on the session's stream
   http::Response r;
   r.status = 202;
   r.content_type = "text/plain";

@@ -64,22 +64,24 @@ class HttpTransport final : public http::Handler {
   http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, const std::shared_ptr<http::Exchange>& exchange);
   void StatelessPost(const http::Request& req, const nlohmann::json& msg,
-                     const std::shared_ptr<http::Exchange>& exchange);
+                     const jsonrpc::Inbound& in, const std::shared_ptr<http::Exchange>& exchange);
   std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
-  std::optional<http::Response> ParsePostMessage(const http::Request& req,
-                                                 nlohmann::json* msg) const;
-  std::optional<http::Response> SessionForPost(const http::Request& req, const nlohmann::json& msg,
+  // The body as JSON (bounded) and as a JSON-RPC message (jsonrpc::Classify),
+  // or the 400 that refuses it.
+  std::optional<http::Response> ParsePostMessage(const http::Request& req, nlohmann::json* msg,
+                                                 jsonrpc::Inbound* in) const;
+  std::optional<http::Response> SessionForPost(const http::Request& req, const jsonrpc::Inbound& in,
                                                std::shared_ptr<HttpSession>* session,
                                                http::Headers* session_header);
   void AnswerAsStream(http::Exchange& ex, const std::shared_ptr<HttpSession>& session,
-                      const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
+                      const std::shared_ptr<Waiter>& waiter, const jsonrpc::RequestId& id,
                       http::Headers session_header, bool listen = false);
   // A call that sends nothing before its result (it asked for no
   // progress): answered application/json once done; meanwhile the
   // connection is watched, and a client that leaves ends the run.
   void AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchange,
                       const std::shared_ptr<HttpSession>& session,
-                      const std::shared_ptr<Waiter>& waiter, const nlohmann::json& id,
+                      const std::shared_ptr<Waiter>& waiter, const jsonrpc::RequestId& id,
                       http::Headers session_header);
   // Every MCP session with calls that may run: the 2025 ones and those of
   // the stateless POSTs still going.

@@ -98,10 +98,10 @@ class SessionTest : public ::testing::Test {
 
 TEST(ProtocolVersionTest, EchoesSupportedElseNewest) {
   for (const char* v : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
-    EXPECT_EQ(NegotiateProtocolVersion(v), v);
+    EXPECT_EQ(eras::NegotiateLegacyVersion(v), v);
   }
-  EXPECT_EQ(NegotiateProtocolVersion("1999-01-01"), "2025-11-25");
-  EXPECT_EQ(NegotiateProtocolVersion(""), "2025-11-25");
+  EXPECT_EQ(eras::NegotiateLegacyVersion("1999-01-01"), "2025-11-25");
+  EXPECT_EQ(eras::NegotiateLegacyVersion(""), "2025-11-25");
 }
 
 TEST_F(SessionTest, InitializeAnswersServerInfoAndVersion) {

@@ -1,5 +1,5 @@
-// The vocabulary of MCP 2026-07-28 (protocol/stateless.h): which era a
-// message is of, the envelope and version checks with their exact codes and
+// The vocabulary of MCP 2026-07-28 (protocol/stateless.h, protocol/eras.h):
+// which era a message is of, the envelope and version checks with their exact codes and
 // the request's own id, the methods served, and what every result carries.
 #include "protocol/stateless.h"
 
@@ -23,21 +23,21 @@ json Request(const std::string& method, const json& meta) {
 }
 
 TEST(StatelessClassify, TheEnvelopeOrARecentHeaderMakesAMessageStateless) {
-  EXPECT_EQ(ClassifyMessage(Request("tools/list", Envelope()), nullptr), Era::kStateless);
+  EXPECT_EQ(eras::Classify(Request("tools/list", Envelope()), nullptr), Era::kStateless);
   // The key alone decides, even with a wrong value (CheckEnvelope says so).
-  EXPECT_EQ(ClassifyMessage(Request("tools/list", {{kMetaProtocolVersion, 7}}), nullptr),
+  EXPECT_EQ(eras::Classify(Request("tools/list", {{kMetaProtocolVersion, 7}}), nullptr),
             Era::kStateless);
   const json initialize = {{"jsonrpc", "2.0"},
                            {"id", 1},
                            {"method", "initialize"},
                            {"params", {{"protocolVersion", "2025-11-25"}}}};
-  EXPECT_EQ(ClassifyMessage(initialize, nullptr), Era::kLegacy);
-  EXPECT_EQ(ClassifyMessage(Request("ping", json::object()), nullptr), Era::kLegacy);
+  EXPECT_EQ(eras::Classify(initialize, nullptr), Era::kLegacy);
+  EXPECT_EQ(eras::Classify(Request("ping", json::object()), nullptr), Era::kLegacy);
   const std::string recent = "2026-07-28", later = "2027-01-01", old = "2025-11-25";
-  EXPECT_EQ(ClassifyMessage(initialize, &recent), Era::kStateless);
-  EXPECT_EQ(ClassifyMessage(initialize, &later), Era::kStateless);
-  EXPECT_EQ(ClassifyMessage(initialize, &old), Era::kLegacy);
-  EXPECT_EQ(ClassifyMessage(json::array(), nullptr), Era::kLegacy);
+  EXPECT_EQ(eras::Classify(initialize, &recent), Era::kStateless);
+  EXPECT_EQ(eras::Classify(initialize, &later), Era::kStateless);
+  EXPECT_EQ(eras::Classify(initialize, &old), Era::kLegacy);
+  EXPECT_EQ(eras::Classify(json::array(), nullptr), Era::kLegacy);
 }
 
 TEST(StatelessEnvelope, AWholeEnvelopePasses) {
@@ -108,7 +108,7 @@ TEST(StatelessVersion, OnlyThisRevisionIsServedWithoutAHandshake) {
     EXPECT_EQ(r->response["id"], 9);
     EXPECT_EQ(r->response["error"]["code"], kUnsupportedProtocolVersion);
     EXPECT_EQ(r->response["error"]["data"]["requested"], v);
-    EXPECT_EQ(r->response["error"]["data"]["supported"], json(AllSupportedVersions()));
+    EXPECT_EQ(r->response["error"]["data"]["supported"], json(eras::AllSupportedVersions()));
   }
   const std::string legacy = CheckVersion(9, "2025-06-18")->response["error"]["message"];
   EXPECT_NE(legacy.find("after initialize"), std::string::npos) << legacy;
@@ -117,21 +117,21 @@ TEST(StatelessVersion, OnlyThisRevisionIsServedWithoutAHandshake) {
 }
 
 TEST(StatelessVersion, TheSupportedListIsThisRevisionThenThe2025Ones) {
-  const std::vector<std::string> all = AllSupportedVersions();
-  ASSERT_EQ(all.size(), kSupportedProtocolVersions.size() + 1);
+  const std::vector<std::string> all = eras::AllSupportedVersions();
+  ASSERT_EQ(all.size(), eras::kLegacyVersions.size() + 1);
   EXPECT_EQ(all.front(), kVersion);
   // initialize never answers with the stateless revision.
-  EXPECT_EQ(NegotiateProtocolVersion(kVersion), kSupportedProtocolVersions.front());
+  EXPECT_EQ(eras::NegotiateLegacyVersion(kVersion), eras::kLegacyVersions.front());
 }
 
 TEST(StatelessMethods, TheRemovedMethodsAreNotServed) {
   for (const char* m : {"server/discover", "tools/list", "tools/call", "subscriptions/listen",
                         "prompts/list", "resources/list", "resources/templates/list"}) {
-    EXPECT_TRUE(IsServedMethod(m)) << m;
+    EXPECT_TRUE(eras::IsStatelessMethod(m)) << m;
   }
   for (const char* m : {"initialize", "ping", "logging/setLevel", "resources/subscribe",
                         "resources/unsubscribe", "notifications/initialized", "unknown/method"}) {
-    EXPECT_FALSE(IsServedMethod(m)) << m;
+    EXPECT_FALSE(eras::IsStatelessMethod(m)) << m;
   }
 }
 
