@@ -17,6 +17,8 @@
 
 #include "base/log.h"
 #include "base/version.h"
+#include "protocol/eras.h"
+#include "protocol/stateless.h"
 #include "upstream/framing.h"
 
 namespace mcpexec::upstream {
@@ -429,10 +431,10 @@ std::optional<nlohmann::json> Client::Rpc(Link& link, const std::string& method,
     id = next_id_++;
   }
   if (stateless_) {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = kStatelessVersion;
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = nlohmann::json::object();
-    params["_meta"]["io.modelcontextprotocol/clientInfo"] = {{"name", "mcp-exec"},
-                                                             {"version", MCP_EXEC_VERSION}};
+    params["_meta"][eras::kMetaProtocolVersion] = eras::kStatelessVersion;
+    params["_meta"][stateless::kMetaClientCapabilities] = nlohmann::json::object();
+    params["_meta"][stateless::kMetaClientInfo] = {{"name", "mcp-exec"},
+                                                   {"version", MCP_EXEC_VERSION}};
   }
   nlohmann::json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
   std::optional<nlohmann::json> answer = link.Request(req, deadline, error);
@@ -468,7 +470,7 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
     return false;
   };
   stateless_ = false;
-  nlohmann::json init = {{"protocolVersion", kLatestLegacyVersion},
+  nlohmann::json init = {{"protocolVersion", eras::kLegacyVersions.front()},
                          {"capabilities", nlohmann::json::object()},
                          {"clientInfo", {{"name", "mcp-exec"}, {"version", MCP_EXEC_VERSION}}}};
   std::string init_error;
@@ -485,7 +487,7 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
     }
     stateless_ = true;
     if (auto* http = dynamic_cast<HttpLink*>(link.get()))
-      http->SetProtocolVersion(kStatelessVersion);
+      http->SetProtocolVersion(eras::kStatelessVersion);
     std::string discover_error;
     if (!Rpc(*link, "server/discover", nlohmann::json::object(), deadline, &discover_error)) {
       stateless_ = false;

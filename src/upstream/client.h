@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "protocol/eras.h"
 #include "upstream/config.h"
 
 namespace mcpexec::upstream {
@@ -122,7 +123,7 @@ class Client {
   const Spec& spec() const { return spec_; }
   CallResult Call(const std::string& tool, const nlohmann::json& arguments,
                   Clock::time_point deadline);
-  std::string era() const { return stateless_ ? "2026-07-28" : legacy_version_; }
+  std::string era() const { return stateless_ ? eras::kStatelessVersion : legacy_version_; }
   // Shutdown: calls in flight end now, and no restart follows.
   void Abort();
 
@@ -143,9 +144,5 @@ class Client {
   bool aborted_ = false;
   Clock::time_point last_restart_{};
 };
-
-// The JSON-RPC id counter is per client; ids are numbers.
-constexpr const char* kLatestLegacyVersion = "2025-11-25";
-constexpr const char* kStatelessVersion = "2026-07-28";
 
 }  // namespace mcpexec::upstream
