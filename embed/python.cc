@@ -330,8 +330,8 @@ int CallRuntime(const char* function, const RunInput& in, std::string* reason, E
     static bool flusher_started = false;
     if (!flusher_started) StartFlusher(rt);
     flusher_started = true;
-    py::tuple result = rt.attr(function)(py::str(in.code), py::str(in.cwd), in.results_fd, limits,
-                                         files, extra...);
+    py::tuple result = rt.attr(function)(py::str(in.code), py::str(in.cwd), in.results_fd,
+                                         in.tools_fd, limits, files, extra...);
     *reason = result[1].cast<std::string>();
     return result[0].cast<int>();
   } catch (py::error_already_set& e) {

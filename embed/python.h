@@ -57,7 +57,8 @@ void InstallCrashFlush();
 struct RunInput {
   std::string code;
   std::string cwd;
-  int results_fd = -1;                    // the results pipe (records: see the runtime)
+  int results_fd = -1;                    // the results pipe (records: ipc/result_records.h)
+  int tools_fd = -1;                      // code mode's tool channel (frames: ipc/tool_frames.h)
   std::map<std::string, int64_t> limits;  // max_images, max_image_bytes, ...
   std::vector<std::pair<std::string, std::string>> files;  // relative path, content
 };

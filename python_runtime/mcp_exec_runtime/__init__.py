@@ -12,19 +12,18 @@ The C++ side calls exactly two functions:
 * ``warm_up()`` once in the zygote, before any fork: imports the sandbox's
   packages, fills the caches they would otherwise fill lazily after lockdown,
   freezes the heap for copy-on-write, and returns a JSON-able report.
-* ``run(code, workdir, results_fd, limits, files)`` in every runner, after
-  its lockdown: writes the caller's input files, runs the code as
+* ``run(code, workdir, results_fd, tools_fd, limits, files)`` in every
+  runner, after its lockdown: writes the caller's input files, runs the code as
   ``__main__`` (the value of a last expression kept, as a notebook cell
   shows it), sends figures, ``out/`` files and that value to the supervisor
   over ``results_fd``, and returns the exit status as CPython would compute
   it.
 
 Results travel as records on ``results_fd``, a pipe of the supervisor's
-making (never stdout): the header's and the payload's lengths (4 bytes
-each, little-endian), a JSON header with ``kind``, then the payload. The
-frame alone says where the next record starts, so a header the supervisor
-cannot parse costs only its own record. The supervisor bounds and checks
-everything it reads; the limits here only spare work.
+making (never stdout), and code mode's calls as frames on ``tools_fd``
+(-1 without code mode): both formats are made in frames.py and documented
+in src/ipc/ (result_records.h, tool_frames.h). The supervisor bounds and
+checks everything it reads; the limits here only spare work.
 """
 
 # What the C++ side calls (embed/python.cc).

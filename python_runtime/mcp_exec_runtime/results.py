@@ -5,9 +5,9 @@ import json
 import os
 import re
 import stat
-import struct
 import sys
 
+from .frames import record_prefix
 from .process import _print_exception
 
 _results_fd = -1
@@ -27,10 +27,10 @@ def configure(results_fd, limits):
 def _send(kind, meta, payload=b""):
     if _results_fd < 0:
         return
-    # The frame: header and payload lengths, then both (results.cc reads it).
+    # A record (src/ipc/result_records.h): its prefix, the head, the payload.
     head = json.dumps(dict(meta, kind=kind)).encode()
     try:
-        _write_all(struct.pack("<II", len(head), len(payload)) + head + payload)
+        _write_all(record_prefix(len(head), len(payload)) + head + payload)
     except OSError:
         pass  # the supervisor stopped reading: what is left is dropped
 
@@ -300,7 +300,7 @@ def _send_link(workdir, rel, size):
     fd = os.open(os.path.join(workdir, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         head = json.dumps({"kind": "file", "path": rel, "link": True}).encode()
-        _write_all(struct.pack("<II", len(head), size) + head)
+        _write_all(record_prefix(len(head), size) + head)
         left = size
         while left:
             chunk = os.read(fd, min(left, 1 << 20)) or bytes(min(left, 1 << 20))

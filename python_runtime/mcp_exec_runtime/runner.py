@@ -12,12 +12,14 @@ from .results import (_counts, _noting_saves_to_out, _send, _send_figures_left_o
     _send_out_files, _send_step, _show, _write_input_files, display)
 from .streams import _guard_flush_across_fork
 from .notebook import _IPythonShim, _execute, _magic, _shell
+from . import tools as _tools
 from .tools import _ToolsFinder
 
-def _prepare_process(workdir, results_fd, limits):
+def _prepare_process(workdir, results_fd, tools_fd, limits):
     """What a runner sets up once, before its first (or only) code runs."""
     # The server's bounds, by name (base/config.h holds their defaults).
     _results.configure(results_fd, limits)
+    _tools.configure(tools_fd)
     _reset_streams()
     _guard_flush_across_fork()
     _reseed()
@@ -68,11 +70,11 @@ def _run_guarded(workdir, files, code, main, filename=MAIN_FILENAME):
     return status, reason
 
 
-def run(code, workdir, results_fd, limits, files):
+def run(code, workdir, results_fd, tools_fd, limits, files):
     """Runs in the runner after lockdown. Returns (exit status 0-255, reason):
     reason is "memory" when an uncaught MemoryError ended the run, "file_size"
     when an uncaught OSError EFBIG did (a write past the disk limit), else ""."""
-    _prepare_process(workdir, results_fd, limits)
+    _prepare_process(workdir, results_fd, tools_fd, limits)
     main = _fresh_main(code)
     status, reason = _run_guarded(workdir, files, code, main)
     # Figures first: matplotlib's own atexit hook (run by _finish) destroys

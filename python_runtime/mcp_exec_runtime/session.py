@@ -20,14 +20,14 @@ def _out_snapshot(workdir):
     return seen
 
 
-def session_cell(code, workdir, results_fd, limits, files, cell):
+def session_cell(code, workdir, results_fd, tools_fd, limits, files, cell):
     """One cell of a session (cell numbers start at 1). The __main__
     globals, imports, threads and files of the earlier cells are all still
     there. Returns (status, reason) as run() does; SystemExit ends the cell
     with its status, never the session. Figures still open at the end are
     shown and closed; out/ files new or changed in this cell come back."""
     if _session["main"] is None:
-        _prepare_process(workdir, results_fd, limits)
+        _prepare_process(workdir, results_fd, tools_fd, limits)
         _session["main"] = _fresh_main("")
     main = _session["main"]
     sys.modules["__main__"] = main

@@ -1,19 +1,18 @@
 """Code mode: ``import mcp_tools`` calls other MCP servers' tools."""
 
-import errno
 import json
 import os
 import re
-import struct
 import threading
 import types
 
 from . import results as _results
+from .frames import field as _field, read_field as _read_field
 
 #
 # The run's only way out is the tool channel the supervisor made for it (a
-# socket pair: no network); frames are a little-endian u32 length and JSON
-# (supervisor/tool_channel.h). The supervisor decides everything that
+# socket pair: no network); its frames are src/ipc/tool_frames.h's, made by
+# frames.py. The supervisor decides everything that
 # matters (which tools, their arguments, the count, the result's size); this
 # side only asks and unpacks.
 
@@ -25,11 +24,16 @@ class ToolError(Exception):
 
 
 ToolError.__module__ = "mcp_tools"  # as tracebacks and the agent should name it
-_tools = {"lock": threading.Lock(), "next": 1, "catalog": None}
+_tools = {"lock": threading.Lock(), "next": 1, "catalog": None, "fd": -1}
+
+
+def configure(tools_fd):
+    """The run's end of its tool channel (-1: none); once per runner."""
+    _tools["fd"] = tools_fd
 
 
 def _tools_io(frame):
-    fd = _results._limits.get("tools_fd", -1)
+    fd = _tools["fd"]
     with _tools["lock"]:
         frame_id = _tools["next"]
         _tools["next"] += 1
@@ -40,11 +44,10 @@ def _tools_io(frame):
                             "send (MCP_EXEC_MAX_TOOL_RESULT_BYTES sets it); pass less per call"
                             % (len(body), limit))
         try:
-            data = struct.pack("<I", len(body)) + body
+            data = _field(body)
             while data:
                 data = data[os.write(fd, data):]
-            head = _read_exactly(fd, 4)
-            reply = _read_exactly(fd, struct.unpack("<I", head)[0])
+            reply = _read_field(fd)
         except OSError as e:
             raise ToolError("the tool channel is closed (%s): tools can be called only while "
                             "an exec call runs" % (e.strerror or e)) from None
@@ -55,16 +58,6 @@ def _tools_io(frame):
     if not answer.get("ok"):
         raise ToolError(answer.get("error") or "the call was refused")
     return answer.get("value")
-
-
-def _read_exactly(fd, n):
-    out = b""
-    while len(out) < n:
-        got = os.read(fd, n - len(out))
-        if not got:
-            raise OSError(errno.EPIPE, "the server closed it")
-        out += got
-    return out
 
 
 def _unpack(value):

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <iterator>
 
-#include "process/wire.h"
+#include "ipc/control.h"
 
 namespace mcpexec::sandbox::fds {
 
@@ -63,23 +63,23 @@ namespace {
 // another; the open-files limit may already be in force, so stay low. Then
 // the copies go onto 0/1/2, the status and the results fd.
 bool PlaceRunFds(const std::vector<int>& fds, int status_fd, int* moved) {
-  if (fds.size() != wire::kRunFdCount) return false;
+  if (fds.size() != ipc::kRunFdCount) return false;
   const int results_fd = ResultsFd(status_fd);
-  for (int i = 0; i < wire::kRunFdCount; ++i) {
+  for (int i = 0; i < ipc::kRunFdCount; ++i) {
     moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
     if (moved[i] < 0 || moved[i] >= ToolsFd(status_fd)) return false;
   }
-  return dup2(moved[wire::kStdin], 0) >= 0 && dup2(moved[wire::kStdout], 1) >= 0 &&
-         dup2(moved[wire::kStderr], 2) >= 0 &&
-         dup3(moved[wire::kStatus], status_fd, O_CLOEXEC) >= 0 &&
-         dup3(moved[wire::kResults], results_fd, O_CLOEXEC) >= 0 &&
-         dup3(moved[wire::kTools], ToolsFd(status_fd), O_CLOEXEC) >= 0;
+  return dup2(moved[ipc::kStdin], 0) >= 0 && dup2(moved[ipc::kStdout], 1) >= 0 &&
+         dup2(moved[ipc::kStderr], 2) >= 0 &&
+         dup3(moved[ipc::kStatus], status_fd, O_CLOEXEC) >= 0 &&
+         dup3(moved[ipc::kResults], results_fd, O_CLOEXEC) >= 0 &&
+         dup3(moved[ipc::kTools], ToolsFd(status_fd), O_CLOEXEC) >= 0;
 }
 
 }  // namespace
 
 bool ApplyInRunner(const std::vector<int>& fds, int status_fd, int session_sock) {
-  int moved[wire::kRunFdCount];
+  int moved[ipc::kRunFdCount];
   if (!PlaceRunFds(fds, status_fd, moved)) return false;
   const bool session = session_sock >= 0;
   if (session && dup3(session_sock, SessionFd(status_fd), O_CLOEXEC) < 0) return false;
@@ -96,12 +96,12 @@ bool ApplyInRunner(const std::vector<int>& fds, int status_fd, int session_sock)
 }
 
 bool ApplyCell(const std::vector<int>& fds, int status_fd) {
-  int moved[wire::kRunFdCount];
+  int moved[ipc::kRunFdCount];
   std::fill(std::begin(moved), std::end(moved), -1);
   bool ok = PlaceRunFds(fds, status_fd, moved);
   // The cell's code may hold low fds of its own (state kept across cells):
   // only the copies made here and the received ones are closed.
-  for (int i = 0; i < wire::kRunFdCount && i < static_cast<int>(fds.size()); ++i) {
+  for (int i = 0; i < ipc::kRunFdCount && i < static_cast<int>(fds.size()); ++i) {
     if (moved[i] >= 0) close(moved[i]);
     close(fds[i]);
   }

@@ -18,12 +18,12 @@ inline int SessionFd(int status_fd) { return status_fd - 2; }
 // The run's end of its tool channel (code mode).
 inline int ToolsFd(int status_fd) { return status_fd - 3; }
 
-// fds: the run's descriptors in wire::RunFd order (the code memfd must have
+// fds: the run's descriptors in ipc::RunFd order (the code memfd must have
 // been read already). Puts them on 0/1/2, status_fd and ResultsFd(status_fd)
 // (and session_sock, when >= 0, on SessionFd(status_fd)); closes every other.
 bool ApplyInRunner(const std::vector<int>& fds, int status_fd, int session_sock = -1);
 
-// A session's next cell, after lockdown: its fresh descriptors (wire::RunFd
+// A session's next cell, after lockdown: its fresh descriptors (ipc::RunFd
 // order, the code memfd read already) replace the last cell's on 0/1/2, the
 // status and the results fd; the received copies are closed.
 bool ApplyCell(const std::vector<int>& fds, int status_fd);

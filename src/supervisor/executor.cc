@@ -22,7 +22,9 @@
 #include "base/run_limits.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
-#include "process/wire.h"
+#include "ipc/control.h"
+#include "ipc/run_bundle.h"
+#include "ipc/status.h"
 #include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "supervisor/results.h"
@@ -197,7 +199,7 @@ void Executor::Shutdown() {
 }
 
 bool Executor::RunFds::Make(const RunRequest& req) {
-  code = MakeCodeMemfd(wire::EncodeRunBundle(req.code, req.files));
+  code = MakeCodeMemfd(ipc::EncodeRunBundle(req.code, req.files));
   if (!code || !MakePipe(&in_r, &in_w, O_CLOEXEC) || !MakePipe(&out_r, &out_w, O_CLOEXEC) ||
       !MakePipe(&err_r, &err_w, O_CLOEXEC) || !MakePipe(&st_r, &st_w, O_CLOEXEC) ||
       !MakePipe(&res_r, &res_w, O_CLOEXEC)) {
@@ -378,7 +380,7 @@ std::optional<std::string> Executor::Prepare(SessionRun* session, const RunReque
 // Hands the run to the zygote: a one-shot run or a session's first cell is
 // launched (a runner forked for it); a later cell goes to its interpreter.
 std::optional<Failed> Executor::Hand(SessionRun* session, const RunRequest& req, Launch& l) {
-  wire::RunParams params{};
+  ipc::RunParams params{};
   params.timeout_s = req.timeout_s;
   params.session_cpu_s = session ? session->cpu_budget_s : 0;
   std::string error;
@@ -425,18 +427,18 @@ std::string Executor::WhyInterpreterEnded(const RunIo& io) const {
   if (stuck) return "the sandbox did not confirm the end of its interpreter";
   if (!io.reaped) return "its interpreter was killed";
   if (io.reaped->oom_killed) return "its interpreter passed its memory limit and was killed";
-  if (io.reaped->ended_by & wire::kExitedCpuBound) {
+  if (io.reaped->ended_by & ipc::kExitedCpuBound) {
     return "its interpreter, threads and children included, used more CPU than its cell's "
            "bound (what it had used, plus the cell's timeout and " +
            std::to_string(sandbox::limits::kCpuSlackS) + " s), so the sandbox ended it";
   }
-  if (io.reaped->ended_by & wire::kExitedHeldProcesses) {
+  if (io.reaped->ended_by & ipc::kExitedHeldProcesses) {
     return "the sessions together held more than half of MCP_EXEC_MAX_PROCESSES (" +
            std::to_string(SessionsHeldBound(config_.max_processes)) +
            " processes and threads beyond their interpreters) and this one held the most, so "
            "the sandbox ended it";
   }
-  if (io.reaped->ended_by & wire::kExitedRunsHeldProcesses) return RunsHeldText();
+  if (io.reaped->ended_by & ipc::kExitedRunsHeldProcesses) return RunsHeldText();
   return "its interpreter " + DescribeStatus(io.reaped->wait_status);
 }
 
@@ -515,7 +517,7 @@ std::optional<Failed> Executor::Settle(RunIo& io) {
   // signal did: a run that exited by itself first (a fork bomb that stopped
   // at the limit and returned) keeps its own end and exit code.
   const bool held =
-      io.reaped && (io.reaped->ended_by & wire::kExitedRunsHeldProcesses) && o.signal != 0;
+      io.reaped && (io.reaped->ended_by & ipc::kExitedRunsHeldProcesses) && o.signal != 0;
   o.end = ClassifyEnd(io.cause, o.exit_code, o.signal, note, memory_killed, held);
   return std::nullopt;
 }
@@ -537,8 +539,8 @@ RunEnd Executor::ClassifyEnd(StopCause cause, int exit_code, int signal, uint8_t
       break;
   }
   if (held_processes) return RunEnd::kProcesses;
-  if (memory_killed || (note == wire::kReasonMemory && exit_code == 1)) return RunEnd::kMemory;
-  if (note == wire::kReasonFileSize && exit_code == 1) return RunEnd::kFileSize;
+  if (memory_killed || (note == ipc::kReasonMemory && exit_code == 1)) return RunEnd::kMemory;
+  if (note == ipc::kReasonFileSize && exit_code == 1) return RunEnd::kFileSize;
   if (signal) return EndForSignal(signal);
   return RunEnd::kExited;
 }
@@ -585,7 +587,7 @@ std::optional<std::string> Executor::PrepareWorkdir(Workdir* workdir) {
 // code ran, and the wait status the zygote reaped. Returns a tool error
 // message when the run never really started.
 std::optional<Failed> Executor::CheckVerdict(RunIo& io, const char* what) {
-  const wire::LockdownVerdict* v = io.status.verdict();
+  const ipc::LockdownVerdict* v = io.status.verdict();
   if (!v) {
     const int status = io.reaped ? io.reaped->wait_status : 0;
     std::string how = !io.reaped ? "it was ended before its lockdown finished"

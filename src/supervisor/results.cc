@@ -9,7 +9,7 @@
 #include "base/bounded_json.h"
 #include "base/fs_util.h"
 #include "base/utf8.h"
-#include "process/wire.h"
+#include "ipc/result_records.h"
 #include "supervisor/tool_channel.h"
 
 namespace mcpexec {
@@ -18,7 +18,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 constexpr size_t kMaxOmittedListed = 100;
 constexpr char kPngMagic[] = "\x89PNG\r\n\x1a\n";
 
@@ -88,19 +87,21 @@ bool ResultsReader::Read(int fd) {
   }
 }
 
-// A record: header length and payload length (4 bytes each, little-endian),
-// the JSON header, the payload. The frame alone says where the next record
-// starts, so a header that does not parse costs only its own record.
+// A record (ipc/result_records.h): its prefix (the header's and the
+// payload's lengths), the JSON header, the payload. The prefix alone says
+// where the next record starts, so a header that does not parse costs only
+// its own record.
 void ResultsReader::Consume(const char* data, size_t n) {
   while (n > 0) {
     if (part_ == Part::kFrame) {
-      const size_t take = std::min(n, 8 - frame_.size());
+      const size_t take = std::min(n, ipc::kRecordPrefixBytes - frame_.size());
       frame_.append(data, take);
       data += take;
       n -= take;
-      if (frame_.size() < 8) return;
-      head_len_ = wire::LoadU32LE(frame_.data());
-      body_len_ = wire::LoadU32LE(frame_.data() + 4);
+      if (frame_.size() < ipc::kRecordPrefixBytes) return;
+      const ipc::RecordPrefix prefix = ipc::LoadRecordPrefix(frame_.data());
+      head_len_ = prefix.head_bytes;
+      body_len_ = prefix.body_bytes;
       head_.clear();
       body_seen_ = 0;
       part_ = Part::kHeader;
@@ -111,7 +112,7 @@ void ResultsReader::Consume(const char* data, size_t n) {
       // A header past its bound is skipped (its bytes counted, not kept).
       const size_t want = static_cast<size_t>(head_len_) - body_seen_;
       const size_t take = std::min(n, want);
-      if (head_len_ <= kMaxHeaderBytes) head_.append(data, take);
+      if (head_len_ <= ipc::kMaxRecordHeadBytes) head_.append(data, take);
       body_seen_ += take;
       data += take;
       n -= take;
@@ -132,7 +133,7 @@ void ResultsReader::StartBody() {
   part_ = Part::kBody;
   body_seen_ = 0;
   body_ = Body::kDrop;
-  json header = head_len_ <= kMaxHeaderBytes ? bounded_json::Parse(head_).value : json();
+  json header = head_len_ <= ipc::kMaxRecordHeadBytes ? bounded_json::Parse(head_).value : json();
   if (header.is_object() && StrOf(header, "kind") == "file" && BoolOf(header, "link")) {
     // An out/ file too big to embed: into the store as it comes, if there
     // is room for it among the run's links.
@@ -148,8 +149,9 @@ void ResultsReader::StartBody() {
         link_omitted_.push_back({path, size, "bytes"});
       }
     }
-  } else if (head_len_ <= kMaxHeaderBytes && buf_.size() + 8 + head_len_ + body_len_ <=
-                                                 static_cast<uint64_t>(limits_.KeepBytes())) {
+  } else if (head_len_ <= ipc::kMaxRecordHeadBytes &&
+             buf_.size() + 8 + head_len_ + body_len_ <=
+                 static_cast<uint64_t>(limits_.KeepBytes())) {
     // Kept whole or not at all: a record cut at the bound is never parsed.
     buf_ += frame_;
     buf_ += head_;
@@ -236,11 +238,11 @@ void ResultsReader::Take(const std::string& kind, const json& header, std::strin
 void ResultsReader::Finish(RunOutcome* out) {
   size_t pos = 0;
   int64_t out_bytes = 0;
-  while (buf_.size() - pos >= 8) {
-    const uint64_t hlen = wire::LoadU32LE(buf_.data() + pos);
-    const uint64_t blen = wire::LoadU32LE(buf_.data() + pos + 4);
-    if (buf_.size() - pos - 8 < hlen + blen) break;
-    const size_t head_at = pos + 8, body_at = head_at + hlen;
+  while (buf_.size() - pos >= ipc::kRecordPrefixBytes) {
+    const ipc::RecordPrefix prefix = ipc::LoadRecordPrefix(buf_.data() + pos);
+    const uint64_t hlen = prefix.head_bytes, blen = prefix.body_bytes;
+    if (buf_.size() - pos - ipc::kRecordPrefixBytes < hlen + blen) break;
+    const size_t head_at = pos + ipc::kRecordPrefixBytes, body_at = head_at + hlen;
     pos = body_at + blen;
     json header = bounded_json::Parse(std::string_view(buf_).substr(head_at, hlen)).value;
     if (!header.is_object()) continue;

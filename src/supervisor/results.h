@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/config.h"
-#include "process/zygote_args.h"
+#include "ipc/zygote_args.h"
 #include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 

@@ -13,7 +13,8 @@
 
 #include "base/unique_fd.h"
 #include "base/utf8.h"
-#include "process/wire.h"
+#include "ipc/control.h"
+#include "ipc/status.h"
 #include "supervisor/executor.h"
 #include "supervisor/results.h"
 #include "supervisor/status_reader.h"
@@ -39,16 +40,16 @@ struct Executor::RunFds {
   UniqueFd tools, tools_run;  // the tool channel: ours, and the run's end
 
   bool Make(const RunRequest& req);
-  // The runner's copies, in wire::RunFd order.
-  std::array<int, wire::kRunFdCount> RunnerEnds() const {
-    std::array<int, wire::kRunFdCount> ends{};
-    ends[wire::kStdin] = in_r.get();
-    ends[wire::kStdout] = out_w.get();
-    ends[wire::kStderr] = err_w.get();
-    ends[wire::kStatus] = st_w.get();
-    ends[wire::kCode] = code.get();
-    ends[wire::kResults] = res_w.get();
-    ends[wire::kTools] = tools_run.get();
+  // The runner's copies, in ipc::RunFd order.
+  std::array<int, ipc::kRunFdCount> RunnerEnds() const {
+    std::array<int, ipc::kRunFdCount> ends{};
+    ends[ipc::kStdin] = in_r.get();
+    ends[ipc::kStdout] = out_w.get();
+    ends[ipc::kStderr] = err_w.get();
+    ends[ipc::kStatus] = st_w.get();
+    ends[ipc::kCode] = code.get();
+    ends[ipc::kResults] = res_w.get();
+    ends[ipc::kTools] = tools_run.get();
     return ends;
   }
   // The runner holds its own copies now; ours would keep the pipes open.
@@ -135,7 +136,7 @@ struct Executor::RunIo {
   // How it ended: reaped, a cell's end record (its interpreter lives on), or
   // no result (the sandbox lost it, or never confirmed its kill).
   std::optional<Reaped> reaped;
-  std::optional<wire::CellDone> cell_end;
+  std::optional<ipc::CellDone> cell_end;
   std::optional<Failed> failed;
 
   // A session's cell: it ends with its CellDone record, and a deadline or a
@@ -200,11 +201,11 @@ struct Executor::RunIo {
   }
   // Where the status pipe's end record of a session cell starts.
   size_t done_offset() const {
-    return session && session->cells == 0 ? sizeof(wire::LockdownVerdict) : 0;
+    return session && session->cells == 0 ? sizeof(ipc::LockdownVerdict) : 0;
   }
   // A session's cell ends with its end record, once it is in the status pipe.
   void ReadCellEnd() {
-    wire::CellDone done{};
+    ipc::CellDone done{};
     if (session && !cell_end && status.cell_done(done_offset(), &done)) cell_end = done;
   }
 };

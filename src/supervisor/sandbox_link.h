@@ -15,7 +15,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
-#include "process/wire.h"
+#include "ipc/control.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {
@@ -31,8 +31,8 @@ struct RunSlot {
   bool exited = false;
   int wait_status = 0;
   bool oom_killed = false;  // the run's cgroup killed something for memory
-  uint32_t ended_by = 0;    // wire::kExitedByZygote's flags
-  // A session's counts after its cells (wire::kCount): how many the zygote
+  uint32_t ended_by = 0;    // ipc::kExitedByZygote's flags
+  // A session's counts after its cells (ipc::kCount): how many the zygote
   // answered, and whether the latest ended the session.
   uint64_t counted = 0;
   bool count_ended = false;
@@ -55,12 +55,12 @@ struct RunSlot {
 class SandboxLink {
  public:
   virtual ~SandboxLink() = default;
-  // Sends a run; fds are the runner's ends in wire::RunFd order (the caller
+  // Sends a run; fds are the runner's ends in ipc::RunFd order (the caller
   // closes its copies). Its start and end are told on `slot`.
-  virtual bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+  virtual bool Launch(uint64_t run_id, const ipc::RunParams& params, const int* fds,
                       std::shared_ptr<RunSlot> slot, std::string* error) = 0;
   // A session's next cell, to the interpreter the run run_id started.
-  virtual bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,
+  virtual bool SendCell(uint64_t run_id, const ipc::RunParams& params, const int* fds,
                         std::string* error) = 0;
   virtual void Kill(uint64_t run_id) = 0;
   // KeyboardInterrupt in a session's cell.

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "process/wire.h"
+#include "ipc/status.h"
 
 namespace mcpexec {
 
@@ -34,32 +34,32 @@ class StatusReader {
     }
   }
   // The verdict, if the first record is a well-formed one.
-  const wire::LockdownVerdict* verdict() {
+  const ipc::LockdownVerdict* verdict() {
     if (len_ < sizeof verdict_) return nullptr;
     memcpy(&verdict_, buf_, sizeof verdict_);
-    if (verdict_.magic != wire::kVerdictMagic) return nullptr;
+    if (verdict_.magic != ipc::kVerdictMagic) return nullptr;
     verdict_.error[sizeof verdict_.error - 1] = '\0';
     return &verdict_;
   }
   // A session cell's end record at offset (after the verdict on a session's
   // first cell, else first), once all of it is there.
-  bool cell_done(size_t offset, wire::CellDone* done) const {
+  bool cell_done(size_t offset, ipc::CellDone* done) const {
     if (len_ < offset + sizeof *done) return false;
     memcpy(done, buf_ + offset, sizeof *done);
-    return done->magic == wire::kCellDoneMagic;
+    return done->magic == ipc::kCellDoneMagic;
   }
   // The runtime's note after the verdict, if any.
   uint32_t note() const {
-    wire::RunNote n{};
-    if (len_ < sizeof(wire::LockdownVerdict) + sizeof n) return wire::kReasonNone;
-    memcpy(&n, buf_ + sizeof(wire::LockdownVerdict), sizeof n);
-    return n.magic == wire::kNoteMagic ? n.reason : wire::kReasonNone;
+    ipc::RunNote n{};
+    if (len_ < sizeof(ipc::LockdownVerdict) + sizeof n) return ipc::kReasonNone;
+    memcpy(&n, buf_ + sizeof(ipc::LockdownVerdict), sizeof n);
+    return n.magic == ipc::kNoteMagic ? n.reason : ipc::kReasonNone;
   }
 
  private:
-  char buf_[wire::kStatusReadMax];
+  char buf_[ipc::kStatusReadMax];
   size_t len_ = 0;
-  wire::LockdownVerdict verdict_{};
+  ipc::LockdownVerdict verdict_{};
 };
 
 }  // namespace mcpexec

@@ -11,6 +11,8 @@
 
 #include "base/bounded_json.h"
 #include "base/log.h"
+#include "ipc/frame.h"
+#include "ipc/tool_frames.h"
 
 namespace mcpexec {
 
@@ -56,11 +58,7 @@ struct ToolChannel::State {
   // Writes a frame by the run's deadline (a run that stops reading holds
   // only this thread, and only until then).
   bool WriteFrame(const nlohmann::json& j) {
-    std::string body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const uint32_t n = static_cast<uint32_t>(body.size());
-    std::string frame(4, '\0');
-    for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-    frame += body;
+    const std::string frame = ipc::ToolFrame(j);
     size_t done = 0;
     const auto until =
         std::max(deadline, std::chrono::steady_clock::now()) + std::chrono::seconds(1);
@@ -127,9 +125,9 @@ struct ToolChannel::State {
     const int64_t max_frames = ToolChannel::MaxFrames(limits);
     const int64_t max_bytes = ToolChannel::MaxChannelBytes(limits);
     for (;;) {
-      unsigned char head[4];
-      if (!ReadFull(reinterpret_cast<char*>(head), 4)) return;
-      const uint32_t n = head[0] | (head[1] << 8) | (head[2] << 16) | (uint32_t{head[3]} << 24);
+      char head[ipc::kU32Bytes];
+      if (!ReadFull(head, sizeof head)) return;
+      const uint32_t n = ipc::LoadU32LE(head);
       if (n > max_frame) {
         return Close("a frame of " + std::to_string(n) + " bytes is more than the " +
                          std::to_string(max_frame) +

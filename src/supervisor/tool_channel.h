@@ -1,11 +1,6 @@
 // A run's way to other MCP servers' tools (code mode): one end of a socket
 // pair the supervisor made for this run or cell, the other end served here
-// on a thread of the server's call pool. Frames both ways are a little-endian u32 length
-// then that much JSON:
-//   run -> here: {"id": N, "op": "list"} | {"id": N, "op": "call", "server",
-//                "tool", "arguments"}
-//   here -> run: {"id": N, "ok": true, "value": ...}
-//              | {"id": N, "ok": false, "error": "...", "kind": ...}
+// on a thread of the server's call pool. The frames: ipc/tool_frames.h.
 // A frame that is not JSON of that shape, or longer than the bound, ends the
 // channel (the run's further calls fail): a hostile run harms only itself.
 // A frame nested deeper than bounded_json's bound is refused under its id

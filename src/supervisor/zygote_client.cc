@@ -16,8 +16,8 @@
 
 #include "base/fs_util.h"
 #include "base/log.h"
-#include "process/proc_tree.h"
-#include "process/zygote_args.h"
+#include "ipc/proc_tree.h"
+#include "ipc/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/namespaces.h"
 #include "supervisor/results.h"
@@ -180,17 +180,17 @@ int ZygoteClient::AwaitReadyMessage(std::string* error) {
     *error = "the zygote did not finish its warm-up within 180 s";
     return 0;
   }
-  wire::Header h;
+  ipc::Header h;
   std::string payload;
-  if (wire::Receive(control->get(), &h, &payload, nullptr) <= 0) {
+  if (ipc::Receive(control->get(), &h, &payload, nullptr) <= 0) {
     *error = "the zygote exited during its warm-up (see its log lines above)";
     return 0;
   }
-  if (h.type == wire::Type::kFatal) {
+  if (h.type == ipc::Type::kFatal) {
     *error = "the zygote cannot serve: " + payload;
-    return h.value == wire::kFatalNamespaces ? -1 : 0;
+    return h.value == ipc::kFatalNamespaces ? -1 : 0;
   }
-  if (h.type != wire::Type::kReady) {
+  if (h.type != ipc::Type::kReady) {
     *error = "unexpected first message from the zygote";
     return 0;
   }
@@ -306,9 +306,9 @@ void ZygoteClient::FailAllRuns(const std::string& reason, RunFailure cause) {
 void ZygoteClient::ReaderLoop() {
   for (;;) {
     std::shared_ptr<const UniqueFd> control = Control();
-    wire::Header h;
+    ipc::Header h;
     std::string payload;
-    if (control && wire::Receive(control->get(), &h, &payload, nullptr) > 0) {
+    if (control && ipc::Receive(control->get(), &h, &payload, nullptr) > 0) {
       Dispatch(h, payload);
       continue;
     }
@@ -318,27 +318,27 @@ void ZygoteClient::ReaderLoop() {
   }
 }
 
-void ZygoteClient::Dispatch(const wire::Header& h, const std::string& payload) {
+void ZygoteClient::Dispatch(const ipc::Header& h, const std::string& payload) {
   std::shared_ptr<RunSlot> slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = runs_.find(h.run_id);
     if (it == runs_.end()) return;
     slot = it->second;
-    if (h.type == wire::Type::kExited || h.type == wire::Type::kStartFailed) runs_.erase(it);
+    if (h.type == ipc::Type::kExited || h.type == ipc::Type::kStartFailed) runs_.erase(it);
   }
   std::lock_guard<std::mutex> lock(slot->mu);
-  if (h.type == wire::Type::kStarted) {
+  if (h.type == ipc::Type::kStarted) {
     slot->cgroup = payload;  // (h.value, the run's pid, is the zygote's to use)
-  } else if (h.type == wire::Type::kExited) {
+  } else if (h.type == ipc::Type::kExited) {
     slot->exited = true;
     slot->wait_status = static_cast<int>(h.value);
-    slot->oom_killed = (h.reserved & wire::kExitedOomKilled) != 0;
-    slot->ended_by = h.reserved & wire::kExitedByZygote;
-  } else if (h.type == wire::Type::kCounted) {
+    slot->oom_killed = (h.reserved & ipc::kExitedOomKilled) != 0;
+    slot->ended_by = h.reserved & ipc::kExitedByZygote;
+  } else if (h.type == ipc::Type::kCounted) {
     ++slot->counted;
     slot->count_ended = h.value != 0;
-  } else if (h.type == wire::Type::kStartFailed) {
+  } else if (h.type == ipc::Type::kStartFailed) {
     slot->lost = true;
     slot->lost_reason = "the sandbox could not start this run: " + payload;
     slot->lost_cause = RunFailure::kStartFailed;
@@ -396,7 +396,7 @@ void ZygoteClient::Restart() {
   }
 }
 
-bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+bool ZygoteClient::Launch(uint64_t run_id, const ipc::RunParams& params, const int* fds,
                           std::shared_ptr<RunSlot> slot, std::string* error) {
   for (int attempt = 0;; ++attempt) {
     if (!WaitReady(kReadyTimeoutMs)) {
@@ -409,8 +409,8 @@ bool ZygoteClient::Launch(uint64_t run_id, const wire::RunParams& params, const 
       runs_[run_id] = slot;
       generation = generation_;
     }
-    if (SendControl({wire::Type::kRun, 0, run_id, 0}, &params, sizeof params, fds,
-                    wire::kRunFdCount)) {
+    if (SendControl({ipc::Type::kRun, 0, run_id, 0}, &params, sizeof params, fds,
+                    ipc::kRunFdCount)) {
       return true;
     }
     int send_errno = errno;
@@ -434,7 +434,7 @@ bool ZygoteClient::WaitNextZygote(uint64_t generation, int timeout_ms) {
   }) && !shutting_down_;
 }
 
-bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_t len,
+bool ZygoteClient::SendControl(const ipc::Header& h, const void* payload, size_t len,
                                const int* fds, int nfds) {
   std::shared_ptr<const UniqueFd> control = Control();
   if (!control) {
@@ -442,7 +442,7 @@ bool ZygoteClient::SendControl(const wire::Header& h, const void* payload, size_
     return false;
   }
   std::lock_guard<std::mutex> lock(send_mu_);
-  return wire::Send(control->get(), h, payload, len, fds, nfds);
+  return ipc::Send(control->get(), h, payload, len, fds, nfds);
 }
 
 std::shared_ptr<const UniqueFd> ZygoteClient::Control() const {
@@ -456,21 +456,21 @@ int64_t ZygoteClient::OomKills(const std::string& cgroup) const {
 }
 
 void ZygoteClient::Kill(uint64_t run_id) {
-  SendControl({wire::Type::kKill, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+  SendControl({ipc::Type::kKill, 0, run_id, 0}, nullptr, 0, nullptr, 0);
 }
 
 void ZygoteClient::Interrupt(uint64_t run_id) {
-  SendControl({wire::Type::kInterrupt, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+  SendControl({ipc::Type::kInterrupt, 0, run_id, 0}, nullptr, 0, nullptr, 0);
 }
 
 bool ZygoteClient::Count(uint64_t run_id) {
-  return SendControl({wire::Type::kCount, 0, run_id, 0}, nullptr, 0, nullptr, 0);
+  return SendControl({ipc::Type::kCount, 0, run_id, 0}, nullptr, 0, nullptr, 0);
 }
 
-bool ZygoteClient::SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,
+bool ZygoteClient::SendCell(uint64_t run_id, const ipc::RunParams& params, const int* fds,
                             std::string* error) {
-  if (SendControl({wire::Type::kCell, 0, run_id, 0}, &params, sizeof params, fds,
-                  wire::kRunFdCount)) {
+  if (SendControl({ipc::Type::kCell, 0, run_id, 0}, &params, sizeof params, fds,
+                  ipc::kRunFdCount)) {
     return true;
   }
   *error = std::string("could not reach the sandbox: ") + strerror(errno);

@@ -18,8 +18,8 @@
 
 #include "base/config.h"
 #include "base/unique_fd.h"
-#include "process/wire.h"
-#include "process/zygote_args.h"
+#include "ipc/control.h"
+#include "ipc/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "supervisor/run.h"
 #include "supervisor/sandbox_link.h"
@@ -52,13 +52,13 @@ class ZygoteClient : public SandboxLink {
   // ready; false on timeout or shutdown.
   bool WaitNextZygote(uint64_t generation, int timeout_ms);
   // Sends a run; fds are the runner's ends (the caller closes its copies).
-  bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+  bool Launch(uint64_t run_id, const ipc::RunParams& params, const int* fds,
               std::shared_ptr<RunSlot> slot, std::string* error) override;
   void Kill(uint64_t run_id) override;
   // A session's next cell, to the interpreter the run run_id started (fds:
   // the cell's runner ends, as for Launch). False if the sandbox cannot be
   // reached; a session that is gone reports its end on its slot instead.
-  bool SendCell(uint64_t run_id, const wire::RunParams& params, const int* fds,
+  bool SendCell(uint64_t run_id, const ipc::RunParams& params, const int* fds,
                 std::string* error) override;
   // SIGINT to a session's interpreter (KeyboardInterrupt in its cell).
   void Interrupt(uint64_t run_id) override;
@@ -96,7 +96,7 @@ class ZygoteClient : public SandboxLink {
   // The reader thread: routes the zygote's messages to their runs; when the
   // zygote dies, reaps it, fails its runs and starts another.
   void ReaderLoop();
-  void Dispatch(const wire::Header& h, const std::string& payload);
+  void Dispatch(const ipc::Header& h, const std::string& payload);
   // False when the zygote ended because the server is shutting down.
   bool BuryZygote();
   void Restart();
@@ -105,8 +105,7 @@ class ZygoteClient : public SandboxLink {
   // goes through the socket it found, which its reference keeps open: a
   // zygote that dies meanwhile is buried, and a restart makes new sockets,
   // without the number being closed or reused under the send.
-  bool SendControl(const wire::Header& h, const void* payload, size_t len, const int* fds,
-                   int nfds);
+  bool SendControl(const ipc::Header& h, const void* payload, size_t len, const int* fds, int nfds);
   // A reference to the control socket (nullptr between zygotes).
   std::shared_ptr<const UniqueFd> Control() const;
 

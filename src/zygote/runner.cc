@@ -44,6 +44,8 @@
 #include <cstring>
 
 #include "embed/python.h"
+#include "ipc/run_bundle.h"
+#include "ipc/status.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/credentials.h"
 #include "sandbox/fds.h"
@@ -117,8 +119,8 @@ int32_t MicrosSince(const timespec& t0) {
 // the supervisor trusts, so it is written before any of the caller's code
 // runs. A runner that cannot deliver it does not run the code.
 void WriteVerdict(bool ok, const std::string& error) {
-  wire::LockdownVerdict v{};
-  v.magic = wire::kVerdictMagic;
+  ipc::LockdownVerdict v{};
+  v.magic = ipc::kVerdictMagic;
   v.ok = ok ? 1 : 0;
   v.lockdown_us = g_runner.lockdown_us;
   v.ahead_us = g_runner.lockdown_ahead_us;
@@ -132,8 +134,8 @@ void WriteVerdict(bool ok, const std::string& error) {
 
 [[noreturn]] void Finish(int status, uint32_t reason) {
   fflush(nullptr);
-  if (reason != wire::kReasonNone) {
-    wire::RunNote note{wire::kNoteMagic, reason};
+  if (reason != ipc::kReasonNone) {
+    ipc::RunNote note{ipc::kNoteMagic, reason};
     (void)!write(g_runner.status_fd, &note, sizeof note);
   }
   close(1);
@@ -148,13 +150,13 @@ void WriteVerdict(bool ok, const std::string& error) {
 
 // with_cells: a session's first run, handed to a spare, also carries the
 // socket its further cells will arrive on (last).
-bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds, wire::RunParams* params,
+bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds, ipc::RunParams* params,
               bool with_cells) {
-  if (payload.size() != sizeof(wire::RunParams)) return false;
+  if (payload.size() != sizeof(ipc::RunParams)) return false;
   memcpy(params, payload.data(), sizeof *params);
   params->workdir[sizeof params->workdir - 1] = '\0';
   const bool session = params->session_cpu_s > 0;
-  return fds.size() == wire::kRunFdCount + (with_cells && session ? 1 : 0);
+  return fds.size() == ipc::kRunFdCount + (with_cells && session ? 1 : 0);
 }
 
 namespace {
@@ -175,13 +177,13 @@ void SetCellCpuLimit(int64_t timeout_s) {
 
 // The runtime's reason, as the wire says it.
 uint32_t ReasonCode(const std::string& reason) {
-  if (reason == "memory") return wire::kReasonMemory;
-  if (reason == "file_size") return wire::kReasonFileSize;
-  return wire::kReasonNone;
+  if (reason == "memory") return ipc::kReasonMemory;
+  if (reason == "file_size") return ipc::kReasonFileSize;
+  return ipc::kReasonNone;
 }
 
 void WriteCellDone(int status, uint32_t reason) {
-  wire::CellDone done{wire::kCellDoneMagic, status, reason};
+  ipc::CellDone done{ipc::kCellDoneMagic, status, reason};
   ssize_t n;
   do {
     n = write(g_runner.status_fd, &done, sizeof done);
@@ -192,7 +194,7 @@ void WriteCellDone(int status, uint32_t reason) {
 struct CellWait {
   explicit CellWait(int s) : sock(s) {}
   int sock;
-  wire::Header h{};
+  ipc::Header h{};
   std::string payload;
   std::vector<UniqueFd> fds;
   int r = 0;
@@ -200,7 +202,7 @@ struct CellWait {
 
 void WaitForCell(void* arg) {
   auto* w = static_cast<CellWait*>(arg);
-  w->r = wire::Receive(w->sock, &w->h, &w->payload, &w->fds);
+  w->r = ipc::Receive(w->sock, &w->h, &w->payload, &w->fds);
 }
 
 // What a session's own threads print between cells: kept in a pipe per
@@ -268,13 +270,13 @@ struct BetweenCells {
     between.Hold();
     CellWait w(sock);
     embed::WithoutGil(WaitForCell, &w);
-    wire::RunParams params;
-    if (w.r <= 0 || w.h.type != wire::Type::kCell || !ParseRun(w.payload, w.fds, &params)) {
+    ipc::RunParams params;
+    if (w.r <= 0 || w.h.type != ipc::Type::kCell || !ParseRun(w.payload, w.fds, &params)) {
       _exit(0);  // the zygote closed the session (or sent what no cell is)
     }
     std::vector<int> fds;
     for (UniqueFd& fd : w.fds) fds.push_back(fd.Release());
-    if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files) ||
+    if (!ipc::DecodeRunBundle(ReadAll(fds[ipc::kCode]), &input.code, &input.files) ||
         !sandbox::fds::ApplyCell(fds, g_runner.status_fd)) {
       _exit(126);
     }
@@ -289,10 +291,10 @@ struct BetweenCells {
 // lockdown moves into place, and the process ends with _exit. A session's
 // first run carries one more fd, last: the socket its further cells arrive
 // on, made receive-only here.
-[[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
+[[noreturn]] void RunnerExecute(const Zygote& z, const ipc::RunParams& params,
                                 std::vector<UniqueFd> owned) {
   int session_sock = -1;
-  if (owned.size() == wire::kRunFdCount + 1) {
+  if (owned.size() == ipc::kRunFdCount + 1) {
     session_sock = owned.back().Release();
     owned.pop_back();
     if (shutdown(session_sock, SHUT_WR) != 0) _exit(126);
@@ -300,7 +302,7 @@ struct BetweenCells {
   std::vector<int> fds;
   for (UniqueFd& fd : owned) fds.push_back(fd.Release());
   embed::RunInput input;
-  if (!wire::DecodeRunBundle(ReadAll(fds[wire::kCode]), &input.code, &input.files)) _exit(126);
+  if (!ipc::DecodeRunBundle(ReadAll(fds[ipc::kCode]), &input.code, &input.files)) _exit(126);
   input.limits = z.output_limits;
   const bool session = session_sock >= 0;
   std::string error, cwd;
@@ -318,10 +320,10 @@ struct BetweenCells {
   // Never run code half locked down: the supervisor turns a failed verdict
   // into a tool error naming the layer.
   WriteVerdict(locked, error);
-  if (!locked) Finish(125, wire::kReasonNone);
+  if (!locked) Finish(125, ipc::kReasonNone);
   input.cwd = cwd;
   input.results_fd = sandbox::fds::ResultsFd(g_runner.status_fd);
-  input.limits["tools_fd"] = sandbox::fds::ToolsFd(g_runner.status_fd);
+  input.tools_fd = sandbox::fds::ToolsFd(g_runner.status_fd);
   if (session) SessionLoop(std::move(input), params.timeout_s);
   std::string reason;
   int status = embed::RunCode(input, &reason);
@@ -378,8 +380,8 @@ pid_t ForkPython(Zygote& z, pid_t child_expects_parent, std::string* error, long
     }
     if (pid < 0 && errno != EINTR) _exit(127);  // the runner vanished unseen
   }
-  wire::Header h{wire::Type::kExited, 0, 0, runner_status};
-  wire::Send(sock, h, nullptr, 0, nullptr, 0);
+  ipc::Header h{ipc::Type::kExited, 0, 0, runner_status};
+  ipc::Send(sock, h, nullptr, 0, nullptr, 0);
   _exit(0);
 }
 
@@ -427,11 +429,11 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
   sandbox::LockdownAhead(z.sandbox, &g_runner.lock);
   g_runner.lockdown_ahead_us = MicrosSince(t0);
   if (z.prefault > 0) embed::Prefault(z.prefault);
-  wire::Header h;
+  ipc::Header h;
   std::string payload;
   std::vector<UniqueFd> fds;
-  wire::RunParams params;
-  if (wire::Receive(sock.get(), &h, &payload, &fds) <= 0 || h.type != wire::Type::kRun ||
+  ipc::RunParams params;
+  if (ipc::Receive(sock.get(), &h, &payload, &fds) <= 0 || h.type != ipc::Type::kRun ||
       !ParseRun(payload, fds, &params, true)) {
     _exit(0);  // retired unused
   }

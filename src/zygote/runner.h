@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "process/wire.h"
+#include "ipc/control.h"
 #include "zygote/zygote_state.h"
 
 namespace mcpexec {
@@ -19,7 +19,7 @@ int CountTasks();
 // A run request's parameters and fds, checked. with_cells: a session's
 // first run, handed to a spare, also carries the socket its further cells
 // will arrive on (last).
-bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds, wire::RunParams* params,
+bool ParseRun(const std::string& payload, const std::vector<UniqueFd>& fds, ipc::RunParams* params,
               bool with_cells = false);
 
 // Forks a sandboxed process: returns 0 in the runner; in the zygote, the
@@ -34,7 +34,7 @@ pid_t ForkSandboxed(Zygote& z, int reaper_sock, std::string* cgroup, std::string
 
 // The run: the lockdown finished, the verdict, the caller's code, the exit.
 // owned: the run's fds (kRunFds), a session's cell socket last.
-[[noreturn]] void RunnerExecute(const Zygote& z, const wire::RunParams& params,
+[[noreturn]] void RunnerExecute(const Zygote& z, const ipc::RunParams& params,
                                 std::vector<UniqueFd> owned);
 
 }  // namespace mcpexec

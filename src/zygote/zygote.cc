@@ -30,9 +30,9 @@
 #include "base/run_limits.h"
 #include "base/unique_fd.h"
 #include "embed/python.h"
-#include "process/proc_tree.h"
-#include "process/wire.h"
-#include "process/zygote_args.h"
+#include "ipc/control.h"
+#include "ipc/proc_tree.h"
+#include "ipc/zygote_args.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/credentials.h"
 #include "sandbox/fds.h"
@@ -59,8 +59,8 @@ void Die(const char* what) {
 }
 
 void SendFatal(int control, const std::string& why) {
-  wire::Header h{wire::Type::kFatal, 0, 0, 0};
-  wire::Send(control, h, why.data(), std::min(why.size(), wire::kMaxPayload), nullptr, 0);
+  ipc::Header h{ipc::Type::kFatal, 0, 0, 0};
+  ipc::Send(control, h, why.data(), std::min(why.size(), ipc::kMaxPayload), nullptr, 0);
 }
 
 void ForkSpare(Zygote& z) {
@@ -90,7 +90,7 @@ void ReplenishSpares(Zygote& z) {
 // Hands the run to a spare; false if none could take it. *sock: where the
 // spare's init reports (kept until the run is reaped). cells: a session's
 // cell socket (the interpreter's end), or -1.
-bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
+bool HandToSpare(Zygote& z, const ipc::Header& h, const std::string& payload,
                  const std::vector<UniqueFd>& fds, int cells, pid_t* pid, UniqueFd* sock,
                  std::string* cgroup) {
   std::vector<int> raw;
@@ -99,8 +99,8 @@ bool HandToSpare(Zygote& z, const wire::Header& h, const std::string& payload,
   while (!z.spares.empty()) {
     Spare sp = std::move(z.spares.front());
     z.spares.pop_front();
-    bool ok = wire::Send(sp.sock.get(), h, payload.data(), payload.size(), raw.data(),
-                         static_cast<int>(raw.size()));
+    bool ok = ipc::Send(sp.sock.get(), h, payload.data(), payload.size(), raw.data(),
+                        static_cast<int>(raw.size()));
     if (ok) {
       *pid = sp.pid;
       *sock = std::move(sp.sock);
@@ -134,13 +134,13 @@ int64_t CpuBoundTicks(pid_t pid, int64_t timeout_s) {
 
 // The fds are the supervisor's run ends; ours are closed when this returns
 // (a spare or a fresh runner holds its own copies by then).
-void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
+void StartRun(Zygote& z, const ipc::Header& h, const std::string& payload,
               std::vector<UniqueFd> fds) {
   auto fail = [&](int err, const std::string& what) {
-    wire::Header r{wire::Type::kStartFailed, 0, h.run_id, err};
-    wire::Send(z.control, r, what.data(), what.size(), nullptr, 0);
+    ipc::Header r{ipc::Type::kStartFailed, 0, h.run_id, err};
+    ipc::Send(z.control, r, what.data(), what.size(), nullptr, 0);
   };
-  wire::RunParams params;
+  ipc::RunParams params;
   if (!ParseRun(payload, fds, &params)) return fail(EPROTO, "malformed run request");
   UniqueFd cells, runner_cells;
   if (params.session_cpu_s > 0 && !MakeCellSocket(&cells, &runner_cells)) {
@@ -173,8 +173,8 @@ void StartRun(Zygote& z, const wire::Header& h, const std::string& payload,
   z.runners[pid] = {h.run_id, std::move(sock), cgroup, false, std::move(cells)};
   // The run's cgroup, by name: the supervisor reads a session's memory
   // events there between its cells.
-  wire::Header r{wire::Type::kStarted, 0, h.run_id, pid};
-  wire::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
+  ipc::Header r{ipc::Type::kStarted, 0, h.run_id, pid};
+  ipc::Send(z.control, r, cgroup.data(), cgroup.size(), nullptr, 0);
   // After the answer: reading the run's CPU scans /proc, off the call's path.
   if (session) z.runners[pid].cpu_bound_ticks = CpuBoundTicks(pid, params.timeout_s);
   // A run that starts beside others finds the share they left it soon, not
@@ -200,16 +200,16 @@ void KillRun(Zygote& z, uint64_t run_id) {
 // A session's next cell goes to its interpreter, on the socket it got its
 // first run on. If the session is gone, nothing is sent: its end is (or is
 // about to be) reported.
-void ForwardCell(Zygote& z, const wire::Header& h, const std::string& payload,
+void ForwardCell(Zygote& z, const ipc::Header& h, const std::string& payload,
                  const std::vector<UniqueFd>& fds) {
-  wire::RunParams params;
+  ipc::RunParams params;
   if (!ParseRun(payload, fds, &params)) return;
   for (auto& [pid, run] : z.runners) {
     if (run.run_id != h.run_id || !run.cells) continue;
     std::vector<int> raw;
     for (const UniqueFd& fd : fds) raw.push_back(fd.get());
-    if (!wire::Send(run.cells.get(), h, payload.data(), payload.size(), raw.data(),
-                    static_cast<int>(raw.size()))) {
+    if (!ipc::Send(run.cells.get(), h, payload.data(), payload.size(), raw.data(),
+                   static_cast<int>(raw.size()))) {
       kill(pid, SIGKILL);  // an interpreter that cannot take its cell is ended
     }
     // After the send: reading the run's CPU scans /proc, off the cell's path
@@ -268,10 +268,10 @@ bool ForgetSpare(Zygote& z, pid_t pid) {
 void ReportExit(Zygote& z, Zygote::Run& run, int status) {
   uint32_t flags = run.ended_by;
   if (!run.cgroup.empty() && sandbox::cgroups::OomKilled(z.sandbox.cgroups, run.cgroup)) {
-    flags |= wire::kExitedOomKilled;
+    flags |= ipc::kExitedOomKilled;
   }
-  wire::Header r{wire::Type::kExited, flags, run.run_id, status};
-  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+  ipc::Header r{ipc::Type::kExited, flags, run.run_id, status};
+  ipc::Send(z.control, r, nullptr, 0, nullptr, 0);
   run.reported = true;
 }
 
@@ -279,10 +279,10 @@ void ReportExit(Zygote& z, Zygote::Run& run, int status) {
 // answered then, the call does not also wait for the init's own exit.
 // The runner's wait status, if the run's init has reported it on sock.
 bool ReceiveInitReport(int sock, int* status) {
-  wire::Header rh;
+  ipc::Header rh;
   std::string payload;
-  int r = wire::ReceiveNow(sock, &rh, &payload, nullptr);
-  if (r <= 0 || rh.type != wire::Type::kExited) return false;
+  int r = ipc::ReceiveNow(sock, &rh, &payload, nullptr);
+  if (r <= 0 || rh.type != ipc::Type::kExited) return false;
   *status = static_cast<int>(rh.value);
   return true;
 }
@@ -321,25 +321,25 @@ void ReapChildren(Zygote& z) {
 void CountAfterCell(Zygote& z, uint64_t run_id);
 
 void OnControlMessage(Zygote& z) {
-  wire::Header h;
+  ipc::Header h;
   std::string payload;
   std::vector<UniqueFd> fds;
-  if (wire::Receive(z.control, &h, &payload, &fds) <= 0) {
+  if (ipc::Receive(z.control, &h, &payload, &fds) <= 0) {
     // The supervisor is gone or closed us: nothing may outlive it.
     for (auto& [pid, run] : z.runners) KillTree(pid, true);
     for (const Spare& sp : z.spares) kill(sp.pid, SIGKILL);
     KillChildrenExcept(z.self, {});
     _exit(0);
   }
-  if (h.type == wire::Type::kRun) {
+  if (h.type == ipc::Type::kRun) {
     StartRun(z, h, payload, std::move(fds));
-  } else if (h.type == wire::Type::kKill) {
+  } else if (h.type == ipc::Type::kKill) {
     KillRun(z, h.run_id);
-  } else if (h.type == wire::Type::kCell) {
+  } else if (h.type == ipc::Type::kCell) {
     ForwardCell(z, h, payload, fds);
-  } else if (h.type == wire::Type::kInterrupt) {
+  } else if (h.type == ipc::Type::kInterrupt) {
     InterruptRun(z, h.run_id);
-  } else if (h.type == wire::Type::kCount) {
+  } else if (h.type == ipc::Type::kCount) {
     CountAfterCell(z, h.run_id);
   }
 }
@@ -399,7 +399,7 @@ void WatchRuns(Zygote& z) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const bool session = runs[i]->cpu_bound_ticks > 0;
     if (session && use[i].cpu_ticks > runs[i]->cpu_bound_ticks) {
-      runs[i]->ended_by = wire::kExitedCpuBound;
+      runs[i]->ended_by = ipc::kExitedCpuBound;
       continue;
     }
     held[i] = std::max<int64_t>(use[i].tasks - own, 0);
@@ -416,14 +416,14 @@ void WatchRuns(Zygote& z) {
   while (sessions_bound > 0 && sessions > sessions_bound) {
     size_t most = std::max_element(session_held.begin(), session_held.end()) - session_held.begin();
     sessions -= std::exchange(session_held[most], 0);
-    EndHolder(runs, held, most, wire::kExitedHeldProcesses, &total);
+    EndHolder(runs, held, most, ipc::kExitedHeldProcesses, &total);
   }
   size_t live = 0;
   for (const Zygote::Run* run : runs) live += run->ended_by == 0;
   const int64_t runs_bound = RunsHeldBound(z.sandbox.limits.max_processes);
   while (runs_bound > 0 && live > 1 && total > runs_bound) {
     size_t most = std::max_element(held.begin(), held.end()) - held.begin();
-    EndHolder(runs, held, most, wire::kExitedRunsHeldProcesses, &total);
+    EndHolder(runs, held, most, ipc::kExitedRunsHeldProcesses, &total);
     --live;
   }
   for (const Zygote::Run* run : runs) {
@@ -452,8 +452,8 @@ void CountAfterCell(Zygote& z, uint64_t run_id) {
       ended = run->ended_by != 0 ? 1 : 0;
     }
   }
-  wire::Header r{wire::Type::kCounted, 0, run_id, ended};
-  wire::Send(z.control, r, nullptr, 0, nullptr, 0);
+  ipc::Header r{ipc::Type::kCounted, 0, run_id, ended};
+  ipc::Send(z.control, r, nullptr, 0, nullptr, 0);
 }
 
 // The watch runs while a session lives (its bounds hold between calls) or
@@ -543,8 +543,8 @@ void AdoptCgroupFds(Zygote& z, const ZygoteArgs& args) {
 // Tells the supervisor this set of namespaces cannot be had here: it starts
 // another zygote with fewer.
 [[noreturn]] void RefuseNamespaces(const Zygote& z, const std::string& why) {
-  wire::Header h{wire::Type::kFatal, 0, 0, wire::kFatalNamespaces};
-  wire::Send(z.control, h, why.data(), why.size(), nullptr, 0);
+  ipc::Header h{ipc::Type::kFatal, 0, 0, ipc::kFatalNamespaces};
+  ipc::Send(z.control, h, why.data(), why.size(), nullptr, 0);
   _exit(1);
 }
 
@@ -692,8 +692,8 @@ int ZygoteMain(int argc, char** argv) {
   sandbox::PrepareEarly(&z.sandbox);
   WatchChildren(z);
   std::string report = WarmUp(z, args);
-  wire::Header ready{wire::Type::kReady, 0, 0, z.self};
-  if (!wire::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
+  ipc::Header ready{ipc::Type::kReady, 0, 0, z.self};
+  if (!ipc::Send(z.control, ready, report.data(), report.size(), nullptr, 0)) Die("send ready");
   Serve(z, z.sigfd);
 }
 

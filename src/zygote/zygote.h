@@ -6,7 +6,7 @@
 
 namespace mcpexec {
 
-// argv: as ZygoteArgs::ToArgv() writes it (process/zygote_args.h); the
+// argv: as ZygoteArgs::ToArgv() writes it (ipc/zygote_args.h); the
 // control socket is fd kZygoteControlFd.
 int ZygoteMain(int argc, char** argv);
 

@@ -10,7 +10,7 @@ import struct
 
 import mcp_exec_runtime
 
-fd = mcp_exec_runtime.results._limits["tools_fd"]
+fd = mcp_exec_runtime.tools._tools["fd"]
 
 
 def call(req):

@@ -13,7 +13,7 @@ import time
 
 import mcp_exec_runtime
 
-fd = mcp_exec_runtime.results._limits["tools_fd"]
+fd = mcp_exec_runtime.tools._tools["fd"]
 os.set_blocking(fd, False)
 sent = 0
 t0 = time.monotonic()

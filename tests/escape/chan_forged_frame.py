@@ -12,7 +12,7 @@ import struct
 import mcp_exec_runtime
 import mcp_tools
 
-fd = mcp_exec_runtime.results._limits["tools_fd"]
+fd = mcp_exec_runtime.tools._tools["fd"]
 print("NOTE: a call before works:", mcp_tools.everything.echo(message="before"))
 
 

@@ -8,7 +8,7 @@ import socket
 
 import mcp_exec_runtime
 
-own = mcp_exec_runtime.results._limits["tools_fd"]
+own = mcp_exec_runtime.tools._tools["fd"]
 mine = []
 for name in os.listdir("/proc/self/fd"):
     try:

@@ -12,7 +12,7 @@ import struct
 import mcp_exec_runtime
 import mcp_tools
 
-fd = mcp_exec_runtime.results._limits["tools_fd"]
+fd = mcp_exec_runtime.tools._tools["fd"]
 os.write(fd, struct.pack("<I", 0xFFFFFFFF))
 n = struct.unpack("<I", os.read(fd, 4))[0]
 r = json.loads(os.read(fd, n))

@@ -15,7 +15,7 @@
 
 #include "base/config.h"
 #include "base/fs_util.h"
-#include "process/wire.h"
+#include "ipc/run_bundle.h"
 #include "tool/contract.h"
 
 namespace {
@@ -76,8 +76,8 @@ void CheckAccepted(const json& args, const ExecRequest& req, const Config& c) {
   // What the executor hands the zygote, decoded as the zygote does.
   std::string code;
   std::vector<std::pair<std::string, std::string>> files;
-  if (!mcpexec::wire::DecodeRunBundle(mcpexec::wire::EncodeRunBundle(req.code, req.files), &code,
-                                      &files) ||
+  if (!mcpexec::ipc::DecodeRunBundle(mcpexec::ipc::EncodeRunBundle(req.code, req.files), &code,
+                                     &files) ||
       code != req.code || files != req.files) {
     Fail("the run bundle does not round-trip");
   }

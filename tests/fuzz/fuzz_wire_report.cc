@@ -27,7 +27,8 @@
 #include <string>
 
 #include "base/log.h"
-#include "process/wire.h"
+#include "ipc/control.h"
+#include "ipc/status.h"
 #include "supervisor/results.h"
 #include "supervisor/status_reader.h"
 #include "tool/contract.h"
@@ -36,7 +37,7 @@
 namespace {
 
 using json = nlohmann::json;
-namespace wire = mcpexec::wire;
+namespace ipc = mcpexec::ipc;
 
 [[noreturn]] void Fail(const char* what) {
   fprintf(stderr, "fuzz_wire_report: %s\n", what);
@@ -129,14 +130,14 @@ void Status(const std::string& in) {
       off += p.WriteSome(in.data() + off, end - off);
       open = reader.Read(p.r.get());
     }
-    mcpexec::wire::CellDone done{};
+    mcpexec::ipc::CellDone done{};
     (void)reader.cell_done(0, &done);
-    (void)reader.cell_done(sizeof(wire::LockdownVerdict), &done);
+    (void)reader.cell_done(sizeof(ipc::LockdownVerdict), &done);
   }
   p.w.Reset();
   if (open && reader.Read(p.r.get())) Fail("EOF not seen");
-  if (const wire::LockdownVerdict* v = reader.verdict()) {
-    if (v->magic != wire::kVerdictMagic) Fail("a verdict without its magic");
+  if (const ipc::LockdownVerdict* v = reader.verdict()) {
+    if (v->magic != ipc::kVerdictMagic) Fail("a verdict without its magic");
     if (strnlen(v->error, sizeof v->error) >= sizeof v->error) Fail("an unterminated error");
     // What CheckVerdict makes of a failed one: a tool error's text.
     (void)mcpexec::ToolError("the sandbox could not lock this run down: " + std::string(v->error))
@@ -152,10 +153,10 @@ void Control(const std::string& in) {
   if (send(a.get(), in.data(), in.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(in.size())) {
     Fail("send");
   }
-  wire::Header h{};
+  ipc::Header h{};
   std::string payload;
-  if (wire::Receive(b.get(), &h, &payload, nullptr) <= 0) return;
-  if (h.type != wire::Type::kReady) return;
+  if (ipc::Receive(b.get(), &h, &payload, nullptr) <= 0) return;
+  if (h.type != ipc::Type::kReady) return;
   // As ZygoteClient::AwaitReadyMessage reads the report.
   mcpexec::RuntimeReport report;
   try {

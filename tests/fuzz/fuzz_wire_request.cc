@@ -1,10 +1,10 @@
 // Supervisor -> zygote: what the zygote decodes. The first byte picks the
 // surface, the rest is its bytes:
 //   0: a run bundle (the code memfd: code and input files), decoded by
-//      wire::DecodeRunBundle; decoded, it must encode back to the same bytes;
+//      ipc::DecodeRunBundle; decoded, it must encode back to the same bytes;
 //   1: one control message (kRun, kCell, kKill, ...) on a real SOCK_SEQPACKET
 //      socketpair, with as many fds as bits 2-5 of the first byte say
-//      (past kMaxFds: truncated), received by wire::Receive and ReceiveNow;
+//      (past kMaxFds: truncated), received by ipc::Receive and ReceiveNow;
 //      it must hand back the header and payload as sent and never keep an fd
 //      it was not asked for;
 //   2: the zygote's command line (NUL-separated arguments after argv[0] and
@@ -22,13 +22,14 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "process/wire.h"
-#include "process/zygote_args.h"
+#include "ipc/control.h"
+#include "ipc/run_bundle.h"
+#include "ipc/zygote_args.h"
 
 namespace {
 
 using mcpexec::UniqueFd;
-namespace wire = mcpexec::wire;
+namespace ipc = mcpexec::ipc;
 
 [[noreturn]] void Fail(const char* what) {
   fprintf(stderr, "fuzz_wire_request: %s\n", what);
@@ -48,8 +49,8 @@ int LowestFreeFd() {
 void Bundle(const std::string& in) {
   std::string code;
   std::vector<std::pair<std::string, std::string>> files;
-  if (!wire::DecodeRunBundle(in, &code, &files)) return;
-  if (wire::EncodeRunBundle(code, files) != in) Fail("a decoded bundle encodes differently");
+  if (!ipc::DecodeRunBundle(in, &code, &files)) return;
+  if (ipc::EncodeRunBundle(code, files) != in) Fail("a decoded bundle encodes differently");
 }
 
 // Sends in as one datagram with nfds copies of /dev/null, as a peer could.
@@ -81,14 +82,14 @@ void Control(const std::string& in, unsigned mode) {
   UniqueFd a(sv[0]), b(sv[1]);
   const int before = LowestFreeFd();
   SendRaw(a.get(), in, nfds);
-  wire::Header h{};
+  ipc::Header h{};
   std::string payload;
   std::vector<UniqueFd> fds;
-  int r = now ? wire::ReceiveNow(b.get(), &h, &payload, keep_fds ? &fds : nullptr)
-              : wire::Receive(b.get(), &h, &payload, keep_fds ? &fds : nullptr);
+  int r = now ? ipc::ReceiveNow(b.get(), &h, &payload, keep_fds ? &fds : nullptr)
+              : ipc::Receive(b.get(), &h, &payload, keep_fds ? &fds : nullptr);
   if (in.empty()) {
     if (r != 0) Fail("an empty datagram is not EOF");
-  } else if (in.size() < sizeof(wire::Header)) {
+  } else if (in.size() < sizeof(ipc::Header)) {
     if (r != -1 || errno != EPROTO || !fds.empty()) Fail("a short message was taken");
   } else if (nfds > 8) {
     if (r != -1 || !fds.empty()) Fail("a message with too many fds was taken");
@@ -103,16 +104,16 @@ void Control(const std::string& in, unsigned mode) {
   }
   fds.clear();
   if (LowestFreeFd() != before) Fail("an fd leaked");
-  // And what wire::Send makes of the header and payload, received again.
-  if (in.size() >= sizeof(wire::Header) && in.size() - sizeof h <= wire::kMaxPayload) {
+  // And what ipc::Send makes of the header and payload, received again.
+  if (in.size() >= sizeof(ipc::Header) && in.size() - sizeof h <= ipc::kMaxPayload) {
     memcpy(&h, in.data(), sizeof h);
     const std::string sent = in.substr(sizeof h);
     int fd_list[8];
     for (int& fd : fd_list) fd = g_null;
     const int n = nfds > 8 ? 8 : nfds;
-    if (!wire::Send(a.get(), h, sent.data(), sent.size(), fd_list, n)) Fail("Send");
-    wire::Header got{};
-    if (wire::Receive(b.get(), &got, &payload, &fds) != 1 || memcmp(&got, &h, sizeof h) != 0 ||
+    if (!ipc::Send(a.get(), h, sent.data(), sent.size(), fd_list, n)) Fail("Send");
+    ipc::Header got{};
+    if (ipc::Receive(b.get(), &got, &payload, &fds) != 1 || memcmp(&got, &h, sizeof h) != 0 ||
         payload != sent || fds.size() != static_cast<size_t>(n)) {
       Fail("Send and Receive disagree");
     }

@@ -18,8 +18,8 @@
 #include <set>
 #include <sstream>
 
+#include "ipc/zygote_args.h"
 #include "postures.h"
-#include "process/zygote_args.h"
 #include "server_process.h"
 
 namespace mcpexec::testing {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "process/zygote_args.h"
+#include "ipc/zygote_args.h"
 #include "server_process.h"
 
 namespace mcpexec::testing {

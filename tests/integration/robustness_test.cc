@@ -48,7 +48,7 @@ std::string TinyConfig() {
 const char* kRawFrames = R"(
 import json, os, struct
 import mcp_exec_runtime as rt
-fd = rt.results._limits["tools_fd"]
+fd = rt.tools._tools["fd"]
 def read_exactly(n):
     out = b""
     while len(out) < n:

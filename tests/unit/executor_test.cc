@@ -307,7 +307,7 @@ TEST_F(ExecutorTest, StdinLargerThanAPipeIsFedWhole) {
 TEST_F(ExecutorTest, AMemoryNoteCountsOnlyWithExitOne) {
   Start();
   RunScript memory;
-  memory.note = wire::kReasonMemory;
+  memory.note = ipc::kReasonMemory;
   memory.exit_code = 1;
   sandbox_.Push(memory);
   EXPECT_EQ(Outcome(Req()).end, RunEnd::kMemory);
@@ -318,7 +318,7 @@ TEST_F(ExecutorTest, AMemoryNoteCountsOnlyWithExitOne) {
   sandbox_.Push(forged);
   EXPECT_EQ(Outcome(Req()).end, RunEnd::kExited);
   RunScript file_size;
-  file_size.note = wire::kReasonFileSize;
+  file_size.note = ipc::kReasonFileSize;
   file_size.exit_code = 1;
   sandbox_.Push(file_size);
   EXPECT_EQ(Outcome(Req()).end, RunEnd::kFileSize);
@@ -339,7 +339,7 @@ TEST_F(ExecutorTest, ARunTheZygoteEndedForItsProcessesSaysSo) {
   Start();
   RunScript s;
   s.signal = SIGKILL;
-  s.ended_by = wire::kExitedRunsHeldProcesses;
+  s.ended_by = ipc::kExitedRunsHeldProcesses;
   sandbox_.Push(s);
   EXPECT_EQ(Outcome(Req()).end, RunEnd::kProcesses);
 }
@@ -352,7 +352,7 @@ TEST_F(ExecutorTest, ARunThatExitedBeforeTheZygotesKillKeepsItsOwnEnd) {
   RunScript s;
   s.out = "stopped after 53 children: Resource temporarily unavailable\n";
   s.exit_code = 0;
-  s.ended_by = wire::kExitedRunsHeldProcesses;
+  s.ended_by = ipc::kExitedRunsHeldProcesses;
   sandbox_.Push(s);
   RunOutcome o = Outcome(Req());
   EXPECT_EQ(o.end, RunEnd::kExited);

@@ -6,7 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "process/wire.h"
+#include "ipc/control.h"
 #include "sandbox_test_util.h"
 
 namespace mcpexec::testing {
@@ -30,7 +30,7 @@ int ApplyAndCountStrays(int errno_value) {
   for (int& s : strays) s = open("/dev/null", O_RDONLY);  // not close-on-exec: inherited
   int high = fcntl(strays[0], F_DUPFD, 700);
   std::vector<int> fds;
-  for (int i = 0; i < wire::kRunFdCount; ++i) fds.push_back(open("/dev/null", O_RDWR));
+  for (int i = 0; i < ipc::kRunFdCount; ++i) fds.push_back(open("/dev/null", O_RDWR));
   int status_fd = sandbox::fds::StatusFd(1024);
   if (!sandbox::fds::ApplyInRunner(fds, status_fd)) return 251;
   int left = 0;

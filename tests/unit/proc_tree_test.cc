@@ -1,4 +1,4 @@
-#include "process/proc_tree.h"
+#include "ipc/proc_tree.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "process/wire.h"
+#include "ipc/control.h"
+#include "ipc/status.h"
 #include "supervisor/sandbox_link.h"
 
 namespace mcpexec::testing {
@@ -46,10 +47,10 @@ struct RunScript {
   bool refuse_launch = false;  // Launch / SendCell fail at once
   bool hold_pipes = false;     // stdout stays open after the exit until Release()
   int exit_code = 0;
-  int signal = 0;                     // ended by this signal instead of exiting
-  uint32_t note = wire::kReasonNone;  // the runtime's RunNote (or a cell's reason)
+  int signal = 0;                    // ended by this signal instead of exiting
+  uint32_t note = ipc::kReasonNone;  // the runtime's RunNote (or a cell's reason)
   bool oom_killed = false;
-  uint32_t ended_by = 0;  // wire::kExited* flags of the zygote's own
+  uint32_t ended_by = 0;  // ipc::kExited* flags of the zygote's own
   // Count() after this cell: the zygote ends the session for what it holds.
   bool count_ends_session = false;
 };
@@ -94,7 +95,7 @@ class ScriptedSandbox : public SandboxLink {
     return launches_;
   }
 
-  bool Launch(uint64_t run_id, const wire::RunParams& params, const int* fds,
+  bool Launch(uint64_t run_id, const ipc::RunParams& params, const int* fds,
               std::shared_ptr<RunSlot> slot, std::string* error) override {
     RunScript s = Next();
     if (s.refuse_launch) return *error = "the sandbox is restarting (scripted)", false;
@@ -108,7 +109,7 @@ class ScriptedSandbox : public SandboxLink {
     return true;
   }
 
-  bool SendCell(uint64_t run_id, const wire::RunParams&, const int* fds,
+  bool SendCell(uint64_t run_id, const ipc::RunParams&, const int* fds,
                 std::string* error) override {
     RunScript s = Next();
     if (s.refuse_launch) return *error = "the sandbox is restarting (scripted)", false;
@@ -157,7 +158,7 @@ class ScriptedSandbox : public SandboxLink {
       run.slot->count_ended = run.count_ends_session;
       run.slot->Notify();
     }
-    if (run.count_ends_session) ReportEnd(run, SIGKILL, wire::kExitedHeldProcesses);
+    if (run.count_ends_session) ReportEnd(run, SIGKILL, ipc::kExitedHeldProcesses);
     return true;
   }
 
@@ -186,7 +187,7 @@ class ScriptedSandbox : public SandboxLink {
   // The runner's own copies: the executor closes its ends once handed over.
   static Fds Dup(const int* fds) {
     Fds out;
-    for (int i = 0; i < wire::kRunFdCount; ++i) {
+    for (int i = 0; i < ipc::kRunFdCount; ++i) {
       out.push_back(
           std::make_shared<UniqueFd>(fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 3) : -1));
     }
@@ -227,7 +228,7 @@ class ScriptedSandbox : public SandboxLink {
   }
 
   void Play(std::shared_ptr<Run> run, RunScript s, Fds fds, bool launched) {
-    for (int i : {wire::kStdout, wire::kStderr}) {
+    for (int i : {ipc::kStdout, ipc::kStderr}) {
       if (fds[i]->get() >= 0) fcntl(fds[i]->get(), F_SETFL, O_NONBLOCK);
     }
     {
@@ -240,20 +241,20 @@ class ScriptedSandbox : public SandboxLink {
       std::lock_guard<std::mutex> lock(run->slot->mu);
       run->slot->Notify();
       if (s.verdict != RunScript::Verdict::kNone) {
-        wire::LockdownVerdict v{};
-        v.magic = wire::kVerdictMagic;
+        ipc::LockdownVerdict v{};
+        v.magic = ipc::kVerdictMagic;
         v.ok = s.verdict == RunScript::Verdict::kOk ? 1 : 0;
         v.lockdown_us = 120;
         snprintf(v.error, sizeof v.error, "%s", v.ok ? "" : s.refusal.c_str());
-        WriteRecord(fds[wire::kStatus], &v, sizeof v);
+        WriteRecord(fds[ipc::kStatus], &v, sizeof v);
       }
     }
     std::string out = s.out;
-    if (s.echo_stdin && fds[wire::kStdin]->get() >= 0) {
+    if (s.echo_stdin && fds[ipc::kStdin]->get() >= 0) {
       std::string in;
       char buf[65536];
       ssize_t n;
-      while ((n = read(fds[wire::kStdin]->get(), buf, sizeof buf)) > 0) {
+      while ((n = read(fds[ipc::kStdin]->get(), buf, sizeof buf)) > 0) {
         in.append(buf, static_cast<size_t>(n));
       }
       out = in + out;
@@ -265,8 +266,8 @@ class ScriptedSandbox : public SandboxLink {
       run->slot->Notify();
       return;
     }
-    WriteAll(fds[wire::kStdout]->get(), out, s, *run);
-    WriteAll(fds[wire::kStderr]->get(), s.err, s, *run);
+    WriteAll(fds[ipc::kStdout]->get(), out, s, *run);
+    WriteAll(fds[ipc::kStderr]->get(), s.err, s, *run);
     std::unique_lock<std::mutex> lock(mu_);
     if (s.hang) {
       cv_.wait(lock, [&] {
@@ -281,19 +282,19 @@ class ScriptedSandbox : public SandboxLink {
     }
     if (run->session && !killed) {
       // A cell ends with its end record; its interpreter lives on.
-      wire::CellDone done{wire::kCellDoneMagic, s.hang ? 1 : s.exit_code, s.note};
-      WriteRecord(fds[wire::kStatus], &done, sizeof done);
+      ipc::CellDone done{ipc::kCellDoneMagic, s.hang ? 1 : s.exit_code, s.note};
+      WriteRecord(fds[ipc::kStatus], &done, sizeof done);
       run->in_cell = false;
       return;
     }
-    if (!killed && s.note != wire::kReasonNone) {
-      wire::RunNote note{wire::kNoteMagic, s.note};
-      WriteRecord(fds[wire::kStatus], &note, sizeof note);
+    if (!killed && s.note != ipc::kReasonNone) {
+      ipc::RunNote note{ipc::kNoteMagic, s.note};
+      WriteRecord(fds[ipc::kStatus], &note, sizeof note);
     }
     // The pipes close as the runner exits; a grandchild the run left may
     // hold stdout open after it (hold_pipes).
-    for (int i = 0; i < wire::kRunFdCount; ++i) {
-      if (!(s.hold_pipes && i == wire::kStdout)) fds[i]->Reset();
+    for (int i = 0; i < ipc::kRunFdCount; ++i) {
+      if (!(s.hold_pipes && i == ipc::kStdout)) fds[i]->Reset();
     }
     run->in_cell = false;
     ReportEnd(*run, killed ? SIGKILL : (s.signal ? s.signal : s.exit_code << 8), s.ended_by,

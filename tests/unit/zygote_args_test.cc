@@ -2,7 +2,7 @@
 // same, and a number past its field's type is refused, never truncated.
 // And the run limits' one table: each configurable limit reaches the
 // zygote's arguments, the start log and doctor from it.
-#include "process/zygote_args.h"
+#include "ipc/zygote_args.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "process/zygote_args.h"
+#include "ipc/zygote_args.h"
 
 #include <cstdint>
 #include <cstring>

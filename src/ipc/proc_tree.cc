@@ -1,4 +1,4 @@
-#include "process/proc_tree.h"
+#include "ipc/proc_tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "process/wire.h"
+#include "ipc/control.h"
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace mcpexec::wire {
+namespace mcpexec::ipc {
 
 constexpr int kMaxFds = 8;
 
@@ -98,64 +98,4 @@ int ReceiveNow(int sock, Header* h, std::string* payload, std::vector<UniqueFd>*
   return ReceiveWith(sock, MSG_DONTWAIT, h, payload, fds);
 }
 
-uint32_t LoadU32LE(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
-}
-
-namespace {
-
-void PutU32(std::string* out, size_t n) {
-  uint32_t v = static_cast<uint32_t>(n);
-  char b[4] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff),
-               static_cast<char>((v >> 16) & 0xff), static_cast<char>((v >> 24) & 0xff)};
-  out->append(b, 4);
-}
-
-bool GetU32(const std::string& in, size_t* pos, uint32_t* v) {
-  if (in.size() - *pos < 4) return false;
-  *v = LoadU32LE(in.data() + *pos);
-  *pos += 4;
-  return true;
-}
-
-bool GetField(const std::string& in, size_t* pos, std::string* out) {
-  uint32_t n = 0;
-  if (!GetU32(in, pos, &n) || in.size() - *pos < n) return false;
-  out->assign(in, *pos, n);
-  *pos += n;
-  return true;
-}
-
-}  // namespace
-
-std::string EncodeRunBundle(const std::string& code,
-                            const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string out;
-  PutU32(&out, code.size());
-  out += code;
-  PutU32(&out, files.size());
-  for (const auto& [path, data] : files) {
-    PutU32(&out, path.size());
-    out += path;
-    PutU32(&out, data.size());
-    out += data;
-  }
-  return out;
-}
-
-bool DecodeRunBundle(const std::string& bundle, std::string* code,
-                     std::vector<std::pair<std::string, std::string>>* files) {
-  size_t pos = 0;
-  uint32_t count = 0;
-  if (!GetField(bundle, &pos, code) || !GetU32(bundle, &pos, &count)) return false;
-  files->clear();
-  for (uint32_t i = 0; i < count; ++i) {
-    std::string path, data;
-    if (!GetField(bundle, &pos, &path) || !GetField(bundle, &pos, &data)) return false;
-    files->emplace_back(std::move(path), std::move(data));
-  }
-  return pos == bundle.size();
-}
-
-}  // namespace mcpexec::wire
+}  // namespace mcpexec::ipc
