@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "base/call_pool.h"
-#include "base/config.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/version.h"
+#include "model/config.h"
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"

@@ -19,7 +19,7 @@ _saved_to_out = set()  # ids of figures the code saved under out/ (sent as that 
 
 def configure(results_fd, limits):
     """The run's results channel and the server's bounds, by name
-    (base/config.h holds their defaults); once per runner."""
+    (model/config.h holds their defaults); once per runner."""
     global _results_fd, _limits
     _results_fd, _limits = results_fd, dict(limits)
 

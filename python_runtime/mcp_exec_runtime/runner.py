@@ -17,7 +17,7 @@ from .tools import _ToolsFinder
 
 def _prepare_process(workdir, results_fd, tools_fd, limits):
     """What a runner sets up once, before its first (or only) code runs."""
-    # The server's bounds, by name (base/config.h holds their defaults).
+    # The server's bounds, by name (model/config.h holds their defaults).
     _results.configure(results_fd, limits)
     _tools.configure(tools_fd)
     _reset_streams()

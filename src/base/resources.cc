@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "base/config.h"
+#include "base/text.h"
 
 namespace mcpexec {
 namespace {

@@ -6,7 +6,8 @@
 #include <limits>
 #include <map>
 
-#include "base/config.h"
+#include "base/text.h"
+#include "model/config.h"
 
 namespace mcpexec {
 namespace {

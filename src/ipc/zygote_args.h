@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "base/run_limits.h"
+#include "model/run_limits.h"
 
 namespace mcpexec {
 

@@ -1,4 +1,4 @@
-#include "base/config.h"
+#include "model/config.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 #include <sstream>
 #include <vector>
 
-#include "base/config_options.h"
 #include "base/python_env.h"
 #include "base/resources.h"
 #include "base/version.h"
+#include "model/config_options.h"
 
 namespace mcpexec {
 
@@ -52,29 +52,6 @@ int64_t DefaultMemoryLimitMb(int64_t memory_mb) {
 
 int64_t DefaultDiskLimitMb(int64_t memory_mb) {
   return std::clamp<int64_t>(memory_mb / 4, 1, Config{}.disk_limit_mb);
-}
-
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-bool ParseDecimal(const std::string& text, int64_t* out) {
-  if (text.empty() || text.size() > 18) return false;
-  int64_t n = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9') return false;
-    n = n * 10 + (ch - '0');
-  }
-  *out = n;
-  return true;
 }
 
 std::string TransportName(Transport t) {

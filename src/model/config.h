@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "base/mounts.h"
-#include "base/run_limits.h"
+#include "model/mounts.h"
+#include "model/run_limits.h"
 
 namespace mcpexec {
 
@@ -140,14 +140,6 @@ struct OptionDoc {
 };
 std::vector<OptionDoc> OptionDocs();
 std::string TransportName(Transport t);
-
-// Strict: 1-18 decimal digits, no sign, no spaces, no fraction. What every
-// number the server reads from text (variables, flags, the zygote's
-// arguments) must look like.
-bool ParseDecimal(const std::string& text, int64_t* out);
-// The items of a comma-separated list, trimmed, empty ones dropped
-// (MCP_EXEC_PRELOAD's modules, read by the config and by the zygote).
-std::vector<std::string> SplitComma(const std::string& text);
 
 // The derived request-size cap: a JSON string can escape one byte into six.
 int64_t EffectiveMaxRequestBytes(const Config& c);

@@ -1,10 +1,12 @@
-#include "base/config_options.h"
+#include "model/config_options.h"
 
 #include <cctype>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "base/text.h"
 
 namespace mcpexec::config_internal {
 namespace {

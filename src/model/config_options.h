@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
+#include "model/config.h"
 
 namespace mcpexec::config_internal {
 

@@ -1,4 +1,4 @@
-#include "base/mounts.h"
+#include "model/mounts.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 // The limits every run gets, as one struct carried from the config
-// (RunLimitsOf, base/config.h) through the zygote's arguments
+// (RunLimitsOf, model/config.h) through the zygote's arguments
 // (ipc/zygote_args.h) to the sandbox (sandbox/limits.h applies them),
 // and one table of the configurable ones that the zygote's arguments, the
 // start log and `doctor` are all made from. A new runner-side limit is a
-// field and a row here, its option in base/config.{h,cc}, where the sandbox
+// field and a row here, its option in model/config.{h,cc}, where the sandbox
 // applies it, and the README.
 #pragma once
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "base/mounts.h"
+#include "model/mounts.h"
 #include "sandbox/layers.h"
 
 namespace mcpexec::sandbox::filesystem {

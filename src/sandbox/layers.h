@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/run_limits.h"
+#include "model/run_limits.h"
 
 namespace mcpexec::sandbox {
 
@@ -20,7 +20,7 @@ struct LayerStatus {
   std::string fix;        // what the operator can do, when inactive
 };
 
-// The limits every run gets (base/run_limits.h).
+// The limits every run gets (model/run_limits.h).
 using RunLimits = mcpexec::RunLimits;
 
 nlohmann::json ToJson(const std::vector<LayerStatus>& layers);

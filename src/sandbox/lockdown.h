@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/mounts.h"
 #include "base/unique_fd.h"
+#include "model/mounts.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/layers.h"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "base/config.h"
+#include "model/config.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {

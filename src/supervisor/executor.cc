@@ -19,12 +19,12 @@
 
 #include "base/fs_util.h"
 #include "base/log.h"
-#include "base/run_limits.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
 #include "ipc/control.h"
 #include "ipc/run_bundle.h"
 #include "ipc/status.h"
+#include "model/run_limits.h"
 #include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "supervisor/results.h"

@@ -23,9 +23,9 @@
 
 #include "base/call_pool.h"
 #include "base/cancel.h"
-#include "base/config.h"
 #include "base/metrics.h"
-#include "base/tool_gateway.h"
+#include "model/config.h"
+#include "model/tool_gateway.h"
 #include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 #include "supervisor/sandbox_link.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
 #include "ipc/zygote_args.h"
+#include "model/config.h"
 #include "supervisor/resource_store.h"
 #include "supervisor/run.h"
 

@@ -21,8 +21,8 @@
 #include <variant>
 
 #include "base/cancel.h"
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "supervisor/executor.h"
 #include "supervisor/session_handles.h"
 

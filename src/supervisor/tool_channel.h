@@ -18,8 +18,8 @@
 
 #include "base/call_pool.h"
 #include "base/metrics.h"
-#include "base/tool_gateway.h"
 #include "base/unique_fd.h"
+#include "model/tool_gateway.h"
 
 namespace mcpexec {
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 
-#include "base/config.h"
 #include "base/unique_fd.h"
 #include "ipc/control.h"
 #include "ipc/zygote_args.h"
+#include "model/config.h"
 #include "sandbox/cgroups.h"
 #include "supervisor/run.h"
 #include "supervisor/sandbox_link.h"

@@ -16,8 +16,8 @@
 
 #include "base/base64.h"
 #include "base/fs_util.h"
-#include "base/run_limits.h"
 #include "base/utf8.h"
+#include "model/run_limits.h"
 #include "protocol/mcp_session.h"
 #include "supervisor/results.h"
 

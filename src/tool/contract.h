@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "base/config.h"
+#include "model/config.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {

@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "base/log.h"
+#include "base/text.h"
+#include "model/call_bounds.h"
 #include "supervisor/doctor.h"
 #include "supervisor/session_handles.h"
 
@@ -58,7 +60,7 @@ TaskOptions TaskOptionsFor(const Config& c, ResourceStore* store) {
   // A task's result lasts as long as the resources its links name.
   o.keep = std::chrono::seconds(c.resource_ttl_s);
   // The longest a run goes once it started: its timeout, then the kill.
-  o.run_bound = std::chrono::seconds(c.max_timeout_s + 30);
+  o.run_bound = CallBound(c);
   return o;
 }
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "protocol/health.h"
 #include "protocol/mcp_session.h"
 #include "supervisor/executor.h"

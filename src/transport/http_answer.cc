@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "model/call_bounds.h"
 #include "transport/http_transport.h"
 
 namespace mcpexec {
@@ -57,11 +58,10 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
   waiter->stream = stream;
   for (std::string& event : waiter->early) stream->Write(std::move(event));
   waiter->early.clear();
-  // No call may outlive its longest timeout plus the grace of its teardown:
-  // past that, it is answered with an error instead of waited for. A
-  // listen is answered when the server stops.
-  waiter->give_up = listen ? Clock::time_point::max()
-                           : Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
+  // No call may outlive its bound (model/call_bounds.h): past that, it is
+  // answered with an error instead of waited for. A listen is answered when
+  // the server stops.
+  waiter->give_up = listen ? Clock::time_point::max() : Clock::now() + CallBound(config_);
   if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
 }
 
@@ -98,9 +98,9 @@ void HttpTransport::AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchan
   waiter->exchange = exchange;
   waiter->headers = std::move(session_header);
   waiter->on_done = end;
-  // No call may outlive its longest timeout plus the grace of its teardown:
-  // past that, it is answered with an error instead of waited for.
-  waiter->give_up = Clock::now() + std::chrono::seconds(config_.max_timeout_s + 60);
+  // No call may outlive its bound (model/call_bounds.h): past that, it is
+  // answered with an error instead of waited for.
+  waiter->give_up = Clock::now() + CallBound(config_);
   if (waiter->answer) waiter->DeliverLocked(*waiter->answer);  // it came meanwhile
 }
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "base/config.h"
+#include "model/config.h"
 
 namespace mcpexec::http_policy {
 

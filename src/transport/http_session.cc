@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "base/fair_share.h"
 #include "base/log.h"
 #include "base/random.h"
+#include "model/fair_share.h"
 
 namespace mcpexec {
 

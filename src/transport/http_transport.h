@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "base/config.h"
+#include "model/config.h"
 #include "protocol/health.h"
 #include "protocol/mcp_session.h"
 #include "transport/http_policy.h"

@@ -3,7 +3,7 @@
 // run of the session and returns 0.
 #pragma once
 
-#include "base/config.h"
+#include "model/config.h"
 #include "protocol/mcp_session.h"
 
 namespace mcpexec {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/metrics.h"
-#include "base/tool_gateway.h"
+#include "model/tool_gateway.h"
 #include "upstream/client.h"
 
 namespace mcpexec::upstream {

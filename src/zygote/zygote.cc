@@ -26,13 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
-#include "base/run_limits.h"
+#include "base/text.h"
 #include "base/unique_fd.h"
 #include "embed/python.h"
 #include "ipc/control.h"
 #include "ipc/proc_tree.h"
 #include "ipc/zygote_args.h"
+#include "model/config.h"
+#include "model/run_limits.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/credentials.h"
 #include "sandbox/fds.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <variant>
 
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "protocol/health.h"
 #include "protocol/mcp_session.h"
 #include "tool/contract.h"

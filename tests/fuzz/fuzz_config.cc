@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
+#include "base/text.h"
+#include "model/config.h"
 #include "supervisor/results.h"
 #include "tool/contract.h"
 #include "transport/http_policy.h"

@@ -13,9 +13,9 @@
 #include <string>
 #include <variant>
 
-#include "base/config.h"
 #include "base/fs_util.h"
 #include "ipc/run_bundle.h"
+#include "model/config.h"
 #include "tool/contract.h"
 
 namespace {

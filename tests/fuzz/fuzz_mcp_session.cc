@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "base/config.h"
 #include "base/log.h"
 #include "fuzz_backend.h"
+#include "model/config.h"
 #include "transport/stdio_transport.h"
 
 namespace {

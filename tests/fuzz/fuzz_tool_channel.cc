@@ -23,8 +23,8 @@
 
 #include "base/bounded_json.h"
 #include "base/metrics.h"
-#include "base/tool_gateway.h"
 #include "base/unique_fd.h"
+#include "model/tool_gateway.h"
 #include "supervisor/tool_channel.h"
 #include "upstream/schema.h"
 

@@ -1,4 +1,4 @@
-#include "base/config.h"
+#include "model/config.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -16,8 +16,8 @@
 #include <variant>
 
 #include "base/cancel.h"
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "scripted_executor.h"
 #include "supervisor/scheduler.h"
 

@@ -1,4 +1,4 @@
-#include "base/fair_share.h"
+#include "model/fair_share.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "base/cancel.h"
-#include "base/config.h"
+#include "model/config.h"
 #include "protocol/stateless.h"
 #include "tool/contract.h"
 #include "without_threads.h"

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "base/config.h"
+#include "model/config.h"
 
 namespace mcpexec {
 namespace {

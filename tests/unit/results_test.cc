@@ -8,8 +8,8 @@
 #include <string>
 
 #include "base/base64.h"
-#include "base/config.h"
 #include "base/utf8.h"
+#include "model/config.h"
 #include "tool/contract.h"
 
 namespace mcpexec {

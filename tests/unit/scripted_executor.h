@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "scripted_sandbox.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"

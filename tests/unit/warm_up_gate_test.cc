@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/cancel.h"
-#include "base/config.h"
 #include "base/metrics.h"
+#include "model/config.h"
 #include "tool/contract.h"
 
 namespace mcpexec {

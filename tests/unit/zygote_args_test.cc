@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
-#include "base/run_limits.h"
+#include "model/config.h"
+#include "model/run_limits.h"
 #include "supervisor/doctor.h"
 
 namespace mcpexec {
