@@ -29,6 +29,7 @@
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
+#include "tool/resource_reads.h"
 #include "tool/warm_up_gate.h"
 #include "transport/http_policy.h"
 #include "transport/http_transport.h"
@@ -162,7 +163,7 @@ constexpr const char* kStopping = "the server is stopping";
 // when it is up; kStopping when stopping() said the server stopped serving
 // meanwhile (nothing more is built); else why not (said on stderr).
 std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics& metrics,
-                             CallPool& pool, std::vector<upstream::Spec> specs,
+                             CallPool& pool, Server& server, std::vector<upstream::Spec> specs,
                              const std::function<bool()>& stopping, RequestPath* path) {
   auto fail = [](const std::string& why) {
     fprintf(stderr, "mcp-exec: %s\n", why.c_str());
@@ -192,11 +193,32 @@ std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics
   }
   path->sessions = std::make_unique<SessionPool>(config, *path->executor, &metrics);
   path->backend = std::make_unique<ExecBackend>(config, zygote, *path->scheduler, *path->executor,
-                                                *path->sessions, metrics, SandboxSummary(runtime));
+                                                *path->sessions, metrics, SandboxSummary(runtime),
+                                                server.tasks());
   if (path->upstreams) {
     path->backend->SetToolsSummary(ToolsDescription(config, path->upstreams->Summary()));
   }
+  // What the runs leave in the resource store: big task results wait there,
+  // and resources/read serves it.
+  server.tasks().SetSpill(TaskSpillTo(path->executor->resources()));
+  server.SetResources(std::make_shared<ExecResources>(path->executor->resources()));
   return "";
+}
+
+// Once no transport serves: every run still going is ended, in the order
+// what each needs goes.
+void EndRuns(Server& server, RequestPath& path) {
+  // Runs that became tasks are ended (their results say "shutdown") and
+  // waited for: no connection waits for them any more. Then nothing reads
+  // the resource store, which goes with the executor.
+  server.tasks().Shutdown(std::chrono::seconds(30));
+  server.tasks().SetSpill(nullptr);
+  server.SetResources(nullptr);
+  if (path.sessions) path.sessions->Shutdown();  // before the executor's cleaner stops
+  if (path.executor) path.executor->Shutdown();
+  // Nested calls still in flight end now (their channels' threads point at
+  // the metrics and the upstreams, which go when Serve returns).
+  if (path.upstreams) path.upstreams->Abort();
 }
 
 // Serves until told to stop. The transport answers at once (the handshake,
@@ -208,6 +230,10 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
           std::vector<upstream::Spec> specs) {
   Metrics metrics;
   WarmUpGate gate(config, metrics);
+  // What every session shares: the tool (the gate until the request path is
+  // up), the tasks (from the start: a call made during the warm-up may
+  // become one) and, once the path is up, the resources.
+  Server server(gate, TaskOptionsFor(config));
   RequestPath path;
   // Every thread a call, a task or a tool channel runs on: joined below,
   // before what they point at goes.
@@ -225,7 +251,8 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   bool built = false, released = false;
   std::thread starter([&] {
     std::string why = BuildRequestPath(
-        config, zygote, metrics, pool, std::move(specs), [&] { return !serving.load(); }, &path);
+        config, zygote, metrics, pool, server, std::move(specs), [&] { return !serving.load(); },
+        &path);
     if (why.empty()) {
       gate.Open(*path.backend, *path.backend);
     } else if (why != kStopping) {
@@ -243,8 +270,8 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
     if (keeps_zygote) cv.wait(lock, [&] { return released; });
   });
   int rc = config.transport == Transport::kStdio
-               ? ServeStdio(gate, config, STDIN_FILENO, STDOUT_FILENO, signal_fd, &pool)
-               : ServeHttp(gate, gate, config, signal_fd, &pool);
+               ? ServeStdio(server, config, STDIN_FILENO, STDOUT_FILENO, signal_fd, &pool)
+               : ServeHttp(server, gate, config, signal_fd, &pool);
   serving = false;
   // A client that leaves during the warm-up (a 2026 client's server/discover
   // probe on a sibling server, say) is not kept waiting for it.
@@ -255,12 +282,7 @@ int Serve(const Config& config, ZygoteClient& zygote, int signal_fd,
   }
   gate.Fail(kStopping);
   if (start_failed) rc = 1;
-  if (path.backend) path.backend->EndTasks();    // runs no connection waits for any more
-  if (path.sessions) path.sessions->Shutdown();  // before the executor's cleaner stops
-  if (path.executor) path.executor->Shutdown();
-  // Nested calls still in flight end now (their channels' threads point at
-  // the metrics and the upstreams, which go when Serve returns).
-  if (path.upstreams) path.upstreams->Abort();
+  EndRuns(server, path);
   // What is left on the pool was ended above (tasks' runs, tool channels):
   // it ends within its own bounds. Said if it takes long; never cut short.
   if (!pool.WaitIdle(std::chrono::seconds(10))) {

@@ -34,7 +34,17 @@ CallPool& FallbackPool() {
 }  // namespace
 
 McpSession::McpSession(ToolBackend& backend, Sender send, Options options)
-    : backend_(backend),
+    : own_server_(std::make_unique<Server>(backend)),
+      server_(*own_server_),
+      backend_(backend),
+      options_(options),
+      pool_(options.pool ? *options.pool : FallbackPool()),
+      connection_(g_next_connection++),
+      send_(std::move(send)) {}
+
+McpSession::McpSession(Server& server, Sender send, Options options)
+    : server_(server),
+      backend_(server.tool()),
       options_(options),
       pool_(options.pool ? *options.pool : FallbackPool()),
       connection_(g_next_connection++),
@@ -275,7 +285,7 @@ void McpSession::ReadResource(const Request& req) {
   if (!uri.is_string()) {
     return send_(jsonrpc::Error(req.id, jsonrpc::kInvalidParams, "params.uri must be a string"));
   }
-  auto resource = backend_.ReadResource(uri.get<std::string>());
+  auto resource = server_.ReadResource(uri.get<std::string>());
   if (!resource) {
     json error = jsonrpc::Error(
         req.id, req.stateless() ? jsonrpc::kInvalidParams : jsonrpc::kResourceNotFound,
@@ -365,13 +375,8 @@ void McpSession::CallTool(const Request& req) {
   }
   ToolBackend::Progress progress = MakeProgress(req, token);
   auto work = std::get<ToolBackend::Work>(std::move(accepted));
-  // (tasks() may wait for the server's warm-up: asked only for a client
-  // that declared tasks.)
-  if (DeclaresTasks(params)) {
-    TaskStore* store = backend_.tasks();
-    if (store && store->enabled()) {
-      return StartTaskableCall(id, token, progress, stateless_era, std::move(work), *store);
-    }
+  if (DeclaresTasks(params) && server_.TasksEnabled()) {
+    return StartTaskableCall(id, token, progress, stateless_era, std::move(work));
   }
   const bool started =
       pool_.Start([this, id, token, progress, stateless_era, work = std::move(work)] {
@@ -441,7 +446,8 @@ std::string TaskProgressMessage(double seconds, const std::string& newest) {
 void McpSession::StartTaskableCall(const jsonrpc::RequestId& id,
                                    const std::shared_ptr<CancelToken>& token,
                                    const ToolBackend::Progress& progress, bool stateless_era,
-                                   ToolBackend::Work work, TaskStore& store) {
+                                   ToolBackend::Work work) {
+  TaskStore& store = server_.tasks();
   auto call = std::make_shared<TaskableCall>();
   ToolBackend::Progress routed = [call, progress, &store](double seconds, const std::string& m) {
     std::lock_guard<std::mutex> lock(call->mu);
@@ -518,7 +524,7 @@ bool McpSession::DeclaresTasks(const json& params) {
 
 json McpSession::Extensions() const {
   json ext = json::object();
-  if (backend_.TasksEnabled()) ext[kTasksExtension] = json::object();
+  if (server_.TasksEnabled()) ext[kTasksExtension] = json::object();
   return ext;
 }
 
@@ -549,12 +555,12 @@ void McpSession::TaskRequest(const Request& req) {
     r["resultType"] = "complete";
     return r;
   };
-  TaskStore* store = backend_.tasks();
+  TaskStore& store = server_.tasks();
   std::optional<json> found;
-  if (store && method == "tasks/get") {
-    found = store->Get(tid);
-  } else if (store && method == "tasks/cancel") {
-    const TaskStore::Cancelled c = store->Cancel(tid);
+  if (method == "tasks/get") {
+    found = store.Get(tid);
+  } else if (method == "tasks/cancel") {
+    const TaskStore::Cancelled c = store.Cancel(tid);
     if (c.outcome == TaskStore::CancelOutcome::kEnded) {
       json error = jsonrpc::Error(id, jsonrpc::kInvalidParams,
                                   "Cannot cancel task: it already ended (status " + c.status +
@@ -563,14 +569,14 @@ void McpSession::TaskRequest(const Request& req) {
       return send_(error);
     }
     if (c.outcome != TaskStore::CancelOutcome::kNoSuchTask) found = json::object();
-  } else if (store && store->Known(tid)) {
+  } else if (store.Known(tid)) {
     found = json::object();  // tasks/update: this server never asks for input
   }
   if (!found) {
     json error = jsonrpc::Error(
         id, jsonrpc::kInvalidParams,
         "Failed to retrieve task: no such task (it never was, or it expired: a task is kept " +
-            std::to_string(store ? store->options().keep.count() / 1000 : 0) +
+            std::to_string(store.options().keep.count() / 1000) +
             " s after its run ends, MCP_EXEC_RESOURCE_TTL_S, and none outlives the server)");
     error["error"]["data"] = {{"taskId", task_id}};
     return send_(error);

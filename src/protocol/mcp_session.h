@@ -28,6 +28,7 @@
 #include "base/cancel.h"
 #include "protocol/eras.h"
 #include "protocol/jsonrpc.h"
+#include "protocol/server.h"
 #include "protocol/tasks.h"
 
 namespace mcpexec {
@@ -46,8 +47,10 @@ struct CallContext {
   std::string peer;
 };
 
-// The tools as every session sees them. The session knows JSON-RPC and MCP;
-// what a tool's arguments mean is the backend's business.
+// The tool as every session sees it. The session knows JSON-RPC and MCP;
+// what a tool's arguments mean is the backend's business. What the
+// sessions share besides (tasks, resources) is the Server's
+// (protocol/server.h).
 class ToolBackend {
  public:
   virtual ~ToolBackend() = default;
@@ -72,24 +75,6 @@ class ToolBackend {
   // capacity).
   virtual std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                                     const CallContext& context) = 0;
-  // resources/read of a resource a call handed out (a resource_link): its
-  // contents items, and how long it may still be cached (ms); nullopt when
-  // the URI is unknown or has expired.
-  struct Resource {
-    nlohmann::json contents;
-    int64_t ttl_ms = 0;
-    nlohmann::json meta;  // the result's _meta (an object; may be empty)
-  };
-  virtual std::optional<Resource> ReadResource(const std::string& /*uri*/) { return std::nullopt; }
-  // The server's tasks (shared by every session); nullptr: calls are always
-  // answered in place.
-  virtual TaskStore* tasks() { return nullptr; }
-  // Whether calls may become tasks (the tasks extension is offered), known
-  // without waiting for tasks().
-  virtual bool TasksEnabled() {
-    TaskStore* store = tasks();
-    return store != nullptr && store->enabled();
-  }
   // The connection is gone (stdio EOF, HTTP session deleted or expired, SSE
   // stream closed), after its calls have ended.
   virtual void ConnectionEnded(uint64_t /*connection*/) {}
@@ -132,6 +117,9 @@ class McpSession {
     // whole process, never joined (unit tests, the fuzz targets).
     CallPool* pool = nullptr;
   };
+  McpSession(Server& server, Sender send, Options options);
+  // A session with a server of its own, without tasks or resources (unit
+  // tests, the fuzz targets).
   McpSession(ToolBackend& backend, Sender send) : McpSession(backend, std::move(send), Options{}) {}
   McpSession(ToolBackend& backend, Sender send, Options options);
   // A transport that can deliver a message on the stream of the request it
@@ -206,7 +194,7 @@ class McpSession {
   // once it has run for TaskOptions::after.
   void StartTaskableCall(const jsonrpc::RequestId& id, const std::shared_ptr<CancelToken>& token,
                          const ToolBackend::Progress& progress, bool stateless_era,
-                         ToolBackend::Work work, TaskStore& store);
+                         ToolBackend::Work work);
   // Whether the request declares io.modelcontextprotocol/tasks (its _meta
   // clientCapabilities.extensions), in either era.
   static bool DeclaresTasks(const nlohmann::json& params);
@@ -224,7 +212,9 @@ class McpSession {
   // A call's answer when no thread could be made for its work.
   static nlohmann::json NoThreadResult(bool stateless_era);
 
-  ToolBackend& backend_;
+  std::unique_ptr<Server> own_server_;  // only for a session made without one
+  Server& server_;
+  ToolBackend& backend_;  // server_.tool()
   const Options options_;
   CallPool& pool_;
   const uint64_t connection_;

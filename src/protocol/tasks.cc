@@ -74,10 +74,10 @@ void TaskStore::Finish(const std::string& id, json result) {
     t.message = tool_error ? "the call ended with a tool error; it is in result"
                            : "the call finished; its result is in result";
   }
-  if (options_.spill) {
+  if (spill_) {
     std::string text = result.dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > options_.spill_over_bytes) {
-      if (auto key = options_.spill->Save(text)) {
+      if (auto key = spill_->Save(text)) {
         t.spilled = std::move(*key);
         result = nullptr;
       }
@@ -88,6 +88,11 @@ void TaskStore::Finish(const std::string& id, json result) {
   log::Info("task_ended", {{"status", t.status}, {"seconds", Ms(*t.ended - t.created) / 1000.0}});
   // Under the lock: Shutdown's wait may end the store as soon as it wakes.
   cv_.notify_all();
+}
+
+void TaskStore::SetSpill(std::shared_ptr<TaskResultSpill> spill) {
+  std::lock_guard<std::mutex> lock(mu_);
+  spill_ = std::move(spill);
 }
 
 json TaskStore::DescribeLocked(const std::string& id, const Task& t, Clock::time_point now) const {
@@ -108,7 +113,7 @@ json TaskStore::DescribeLocked(const std::string& id, const Task& t, Clock::time
   // A cancelled task keeps what its run printed until the cancel took it.
   if (t.ended && t.spilled.empty()) task["result"] = t.result;
   if (t.ended && !t.spilled.empty()) {
-    std::optional<std::string> text = options_.spill->Load(t.spilled);
+    std::optional<std::string> text = spill_ ? spill_->Load(t.spilled) : std::nullopt;
     json result = text ? json::parse(*text, nullptr, false) : json();
     if (!text || result.is_discarded()) {
       result = {{"content",

@@ -53,9 +53,9 @@ struct TaskOptions {
   std::chrono::milliseconds keep{900000};  // an ended task is kept that long
   std::chrono::milliseconds run_bound{0};  // the longest a run still goes (for ttlMs)
   std::chrono::milliseconds poll{1000};    // pollIntervalMs
-  // Results longer than this (as JSON) go to the spill, when there is one.
+  // Results longer than this (as JSON) go to the spill (SetSpill), when
+  // there is one.
   size_t spill_over_bytes = 16384;
-  std::shared_ptr<TaskResultSpill> spill;
 };
 
 class TaskStore {
@@ -69,6 +69,10 @@ class TaskStore {
 
   const TaskOptions& options() const { return options_; }
   bool enabled() const { return options_.max_tasks > 0; }
+  // Where big results wait from now on (the resource store, once the
+  // request path is built); nullptr before the store goes (a result kept
+  // there is then reported gone).
+  void SetSpill(std::shared_ptr<TaskResultSpill> spill);
 
   // A task for a call in flight whose run `cancel` ends: its id in *id and
   // its CreateTaskResult (resultType "task", status "working"). nullopt when
@@ -127,6 +131,7 @@ class TaskStore {
   int64_t working_ = 0;
   bool stopping_ = false;
   bool full_logged_ = false;
+  std::shared_ptr<TaskResultSpill> spill_;
 };
 
 }  // namespace mcpexec

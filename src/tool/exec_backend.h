@@ -20,7 +20,8 @@ namespace mcpexec {
 class ExecBackend : public ToolBackend, public ServerHealth {
  public:
   ExecBackend(const Config& config, ZygoteClient& zygote, Scheduler& scheduler, Executor& executor,
-              SessionPool& sessions, Metrics& metrics, std::string sandbox_summary);
+              SessionPool& sessions, Metrics& metrics, std::string sandbox_summary,
+              const TaskStore& tasks);
 
   // Code mode: what the description says of mcp_tools (the upstreams'
   // tools, one line each); set before serving.
@@ -33,14 +34,8 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   std::string CacheScope() const override { return ExecCacheScope(config_); }
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             const CallContext& context) override;
-  std::optional<Resource> ReadResource(const std::string& uri) override;
   void ConnectionEnded(uint64_t connection) override { sessions_.EndConnection(connection); }
   void ServerStopping() override { sessions_.Stopping(); }
-  TaskStore* tasks() override { return &tasks_; }
-
-  // The server is stopping: runs that became tasks are ended (their results
-  // say "shutdown") and waited for, before the sessions and the executor go.
-  void EndTasks() { tasks_.Shutdown(std::chrono::seconds(30)); }
 
   // ServerHealth
   bool Ready() const override;
@@ -66,7 +61,7 @@ class ExecBackend : public ToolBackend, public ServerHealth {
   Metrics& metrics_;
   std::string sandbox_summary_;
   std::string tools_summary_;  // code mode: mcp_tools and the upstreams' tools
-  TaskStore tasks_;
+  const TaskStore& tasks_;     // the server's (for the tasks gauge)
 };
 
 // The run a validated request asks for, and the tool's result for a run's

@@ -137,33 +137,11 @@ json WarmUpGate::AcceptLate(uint64_t number, const json& arguments, const CallCo
   return std::get<Work>(accepted)(cancel, progress);
 }
 
-std::optional<ToolBackend::Resource> WarmUpGate::ReadResource(const std::string& uri) {
-  // No call has handed out a link before the path is up.
-  ToolBackend* tools = Tools();
-  return tools ? tools->ReadResource(uri) : std::nullopt;
-}
-
-TaskStore* WarmUpGate::tasks() {
-  if (config_.max_tasks <= 0) return nullptr;
-  ToolBackend* tools = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return tools_ != nullptr || !failed_.empty() || stopping_; });
-    tools = tools_;
-  }
-  return tools ? tools->tasks() : nullptr;
-}
-
 void WarmUpGate::ConnectionEnded(uint64_t connection) {
   if (ToolBackend* tools = Tools()) tools->ConnectionEnded(connection);
 }
 
 void WarmUpGate::ServerStopping() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
   if (ToolBackend* tools = Tools()) tools->ServerStopping();
 }
 

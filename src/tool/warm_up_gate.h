@@ -41,13 +41,6 @@ class WarmUpGate : public ToolBackend, public ServerHealth {
   std::string CacheScope() const override;
   std::variant<Work, nlohmann::json> Accept(const nlohmann::json& arguments,
                                             const CallContext& context) override;
-  std::optional<Resource> ReadResource(const std::string& uri) override;
-  // The path's task store: waits for the path (a call from a client that
-  // declared tasks, sent during the warm-up, may still become a task), but
-  // not once the start failed or the server is stopping (there are no
-  // tasks then).
-  TaskStore* tasks() override;
-  bool TasksEnabled() override { return config_.max_tasks > 0; }
   void ConnectionEnded(uint64_t connection) override;
   void ServerStopping() override;
 
@@ -75,8 +68,7 @@ class WarmUpGate : public ToolBackend, public ServerHealth {
   mutable std::condition_variable cv_;
   ToolBackend* tools_ = nullptr;
   ServerHealth* health_ = nullptr;
-  std::string failed_;     // why the path will never open
-  bool stopping_ = false;  // ServerStopping() came
+  std::string failed_;  // why the path will never open
   // Calls that came early reach the path in the order they came (calls to
   // one session run in that order): each has a number, and goes when its
   // number's turn comes; one that gave up waiting leaves its number in left_.

@@ -45,14 +45,13 @@ bool IsProgress(const json& m) {
 
 // ------------------------------------------------------------ HttpSession
 
-HttpSession::HttpSession(ToolBackend& backend, bool legacy, bool stateless, const std::string& peer,
+HttpSession::HttpSession(Server& server, bool legacy, bool stateless, const std::string& peer,
                          CallPool* pool)
     // Protocol 2026-07-28 over HTTP is routed before a session is found; a
     // session an initialize made speaks 2025 only.
     : legacy_(legacy),
       mcp_(
-          backend, [this](const json& m) { Route(m); },
-          McpSession::Options{stateless, peer, pool}) {
+          server, [this](const json& m) { Route(m); }, McpSession::Options{stateless, peer, pool}) {
   // Streamable HTTP: a request's progress goes on that request's stream.
   if (!legacy_) {
     mcp_.SetRelatedSender([this](const json& m, const jsonrpc::RequestId& request_id) {
@@ -287,11 +286,8 @@ std::map<std::string, std::shared_ptr<HttpSession>>::iterator SessionTable::Idle
   return victim;
 }
 
-std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBackend& backend,
-                                                                          bool legacy,
-                                                                          const std::string& client,
-                                                                          std::string* why,
-                                                                          bool* evicted_one) {
+std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(
+    Server& server, bool legacy, const std::string& client, std::string* why, bool* evicted_one) {
   *evicted_one = false;
   std::shared_ptr<HttpSession> evicted;
   const char* evicted_why = "";
@@ -334,7 +330,7 @@ std::pair<std::string, std::shared_ptr<HttpSession>> SessionTable::Create(ToolBa
       map_.erase(victim);
     }
     std::string id = new_id_();
-    auto s = std::make_shared<HttpSession>(backend, legacy, false, client, pool_);
+    auto s = std::make_shared<HttpSession>(server, legacy, false, client, pool_);
     s->client = client;
     map_[id] = s;
     made = {id, s};

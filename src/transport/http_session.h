@@ -72,8 +72,8 @@ class HttpSession {
   // (transport/http_stateless.h); else one an initialize opened, of 2025.
   // peer: the address that opened it (CallContext::peer of its calls).
   // pool: the server's threads for calls (McpSession::Options::pool).
-  HttpSession(ToolBackend& backend, bool legacy, bool stateless = false,
-              const std::string& peer = "", CallPool* pool = nullptr);
+  HttpSession(Server& server, bool legacy, bool stateless = false, const std::string& peer = "",
+              CallPool* pool = nullptr);
 
   bool legacy() const { return legacy_; }
 
@@ -157,7 +157,7 @@ class SessionTable {
   // holds more than another, the least recently used idle session of any
   // (*evicted_one says one was ended). Otherwise *why says why not and what
   // the client can do.
-  std::pair<std::string, std::shared_ptr<HttpSession>> Create(ToolBackend& backend, bool legacy,
+  std::pair<std::string, std::shared_ptr<HttpSession>> Create(Server& server, bool legacy,
                                                               const std::string& client,
                                                               std::string* why, bool* evicted_one);
   std::shared_ptr<HttpSession> Find(const std::string& id);

@@ -57,8 +57,8 @@ std::optional<http::Response> CheckStatelessPost(
   return std::nullopt;
 }
 
-std::shared_ptr<HttpSession> StatelessCalls::Open(ToolBackend& backend, const std::string& client) {
-  auto session = std::make_shared<HttpSession>(backend, false, true, client, pool_);
+std::shared_ptr<HttpSession> StatelessCalls::Open(Server& server, const std::string& client) {
+  auto session = std::make_shared<HttpSession>(server, false, true, client, pool_);
   session->client = client;
   std::lock_guard<std::mutex> lock(mu_);
   live_.push_back(session);

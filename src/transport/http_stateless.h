@@ -39,7 +39,7 @@ class StatelessCalls {
  public:
   // pool: the server's threads for the calls.
   explicit StatelessCalls(CallPool* pool = nullptr) : pool_(pool) {}
-  std::shared_ptr<HttpSession> Open(ToolBackend& backend, const std::string& client);
+  std::shared_ptr<HttpSession> Open(Server& server, const std::string& client);
   std::vector<std::shared_ptr<HttpSession>> All();
   // Destroys those whose POST is over (nothing but this list holds them and
   // no call runs). Returns how many remain.

@@ -104,15 +104,16 @@ http::Limits LimitsFor(const Config& config) {
   return l;
 }
 
-HttpTransport::HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
+HttpTransport::HttpTransport(Server& mcp_server, ServerHealth& health, const Config& config,
                              SessionTable::NewId new_session_id, CallPool* pool)
-    : tools_(tools),
+    : mcp_server_(mcp_server),
+      tools_(mcp_server.tool()),
       health_(health),
       config_(config),
       listen_(http_policy::ParseAddr(config.addr)),
       sessions_(static_cast<size_t>(config.max_sessions), std::move(new_session_id), pool),
       stateless_(pool),
-      param_headers_(mcp_headers::ParamHeaderDecls(tools.ToolDescriptor()["inputSchema"])),
+      param_headers_(mcp_headers::ParamHeaderDecls(tools_.ToolDescriptor()["inputSchema"])),
       cors_allow_headers_(CorsAllowHeaders(param_headers_)),
       server_(*this, LimitsFor(config)) {}
 
@@ -384,7 +385,7 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
             "); retry when one closes",
         IdOf(in)));
   }
-  auto session = stateless_.Open(tools_, req.client);
+  auto session = stateless_.Open(mcp_server_, req.client);
   const jsonrpc::RequestId id = *in.id;
   auto waiter = session->Expect(id);
   session->mcp().Deliver(in, Era::kStateless);  // checked above, with its headers
@@ -435,7 +436,7 @@ std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Reques
 std::pair<std::string, std::shared_ptr<HttpSession>> HttpTransport::NewSession(
     bool legacy, const std::string& client, std::string* why) {
   bool evicted = false;
-  auto created = sessions_.Create(tools_, legacy, client, why, &evicted);
+  auto created = sessions_.Create(mcp_server_, legacy, client, why, &evicted);
   if (evicted || !created.second) health_.RecordMcpSessionTable(evicted);
   return created;
 }
@@ -594,8 +595,7 @@ void HttpTransport::Drain() {
     for (auto& s : AllSessions()) {
       if (s->mcp().in_flight() > 0) return true;
     }
-    TaskStore* tasks = tools_.tasks();
-    return tasks && tasks->working() > 0;
+    return mcp_server_.tasks().working() > 0;
   };
   // A session with nothing left to say ends its streams; legacy answers
   // travel on them, so not before.
@@ -691,9 +691,9 @@ int HttpTransport::Run(int signal_fd) {
   return 0;
 }
 
-int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd,
+int ServeHttp(Server& server, ServerHealth& health, const Config& config, int signal_fd,
               CallPool* pool) {
-  HttpTransport transport(tools, health, config, RandomSessionId, pool);
+  HttpTransport transport(server, health, config, RandomSessionId, pool);
   return transport.Run(signal_fd);
 }
 

@@ -37,7 +37,7 @@ class HttpTransport final : public http::Handler {
   // counts instead).
   // pool: the server's threads for calls (made in main; nullptr: the
   // sessions' fallback, McpSession::Options::pool).
-  HttpTransport(ToolBackend& tools, ServerHealth& health, const Config& config,
+  HttpTransport(Server& mcp_server, ServerHealth& health, const Config& config,
                 SessionTable::NewId new_session_id = RandomSessionId, CallPool* pool = nullptr);
 
   // Serves until a termination signal arrives on signal_fd (see ServeHttp).
@@ -95,7 +95,8 @@ class HttpTransport final : public http::Handler {
   void Drain();
   void FlushRefusalLog(std::chrono::steady_clock::time_point now);
 
-  ToolBackend& tools_;
+  Server& mcp_server_;  // the tool, the tasks, the resources
+  ToolBackend& tools_;  // mcp_server_.tool()
   ServerHealth& health_;
   const Config& config_;
   const http_policy::Listen listen_;
@@ -121,7 +122,7 @@ class HttpTransport final : public http::Handler {
 // work, lets running calls finish for the grace period, ends the rest with
 // an answer to each and returns 0. Returns 1 (after logging why) if it
 // cannot listen.
-int ServeHttp(ToolBackend& tools, ServerHealth& health, const Config& config, int signal_fd,
+int ServeHttp(Server& server, ServerHealth& health, const Config& config, int signal_fd,
               CallPool* pool = nullptr);
 
 }  // namespace mcpexec

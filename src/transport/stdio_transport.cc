@@ -62,13 +62,13 @@ void DrainAfterEof(McpSession& session, const Config& config, int out_fd, int si
 
 }  // namespace
 
-int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd,
+int ServeStdio(Server& server, const Config& config, int in_fd, int out_fd, int signal_fd,
                CallPool* pool) {
   LineWriter writer(out_fd);
   McpSession::Options options;
   options.pool = pool;
   McpSession session(
-      backend, [&writer](const nlohmann::json& m) { writer.Send(m); }, options);
+      server, [&writer](const nlohmann::json& m) { writer.Send(m); }, options);
   const size_t max_line = static_cast<size_t>(EffectiveMaxRequestBytes(config));
   std::string buf;
   bool discarding = false;  // inside an oversized line: drop until its newline
@@ -132,7 +132,7 @@ int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd
   if (stop_reason == "eof") {
     DrainAfterEof(session, config, out_fd, signal_fd);
   } else if (stop_reason.rfind("signal", 0) == 0) {
-    backend.ServerStopping();
+    server.tool().ServerStopping();
   }
   // Every call still in flight is answered before we exit: its output so
   // far with reason "shutdown" (or a tool error if it was still queued);

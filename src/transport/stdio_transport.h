@@ -9,7 +9,7 @@
 namespace mcpexec {
 
 // signal_fd: a signalfd for SIGTERM/SIGINT/SIGHUP (blocked in every thread).
-int ServeStdio(ToolBackend& backend, const Config& config, int in_fd, int out_fd, int signal_fd,
+int ServeStdio(Server& server, const Config& config, int in_fd, int out_fd, int signal_fd,
                CallPool* pool = nullptr);
 
 }  // namespace mcpexec

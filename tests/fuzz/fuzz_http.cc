@@ -276,7 +276,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   g_sessions_made = 0;
   const Config config = ConfigFor(data[0]);
   fuzz::FuzzBackend backend(config);
-  HttpTransport transport(backend, backend, config, CountedSessionId);
+  Server mcp_server(backend);
+  HttpTransport transport(mcp_server, backend, config, CountedSessionId);
   // The connections' server, declared last: destroyed first, while the
   // transport its callbacks reach still lives (as in HttpTransport itself).
   http::Server::Impl server(transport, LimitsFor(config));

@@ -81,10 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // (the piped-stdio grace is the integration tests' to cover).
   config.shutdown_grace_s = 0;
   mcpexec::fuzz::FuzzBackend backend(config);
+  mcpexec::Server server(backend);
   int in = MemFile("fuzz-stdin"), out = MemFile("fuzz-stdout");
   WriteAll(in, data, size);
   if (lseek(in, 0, SEEK_SET) != 0) abort();
-  if (mcpexec::ServeStdio(backend, config, in, out, -1) != 0) abort();
+  if (mcpexec::ServeStdio(server, config, in, out, -1) != 0) abort();
   CheckOutput(ReadAll(out));
   close(in);
   close(out);

@@ -158,9 +158,10 @@ TEST(TaskStoreTest, ShutdownEndsWorkingRunsAndWaitsForThem) {
 // ------------------------------------------------ through an McpSession
 
 // Runs "block" until it is cancelled (then says so); anything else at once.
+// The server it belongs to keeps the tasks.
 class TaskBackend : public ToolBackend {
  public:
-  explicit TaskBackend(TaskOptions o) : store_(o) {}
+  explicit TaskBackend(TaskOptions o) : server(*this, o) {}
   json ToolDescriptor() const override { return {{"name", "exec"}}; }
   std::string ToolName() const override { return "exec"; }
   std::variant<Work, json> Accept(const json& arguments, const CallContext&) override {
@@ -176,8 +177,8 @@ class TaskBackend : public ToolBackend {
           {"reason", cancel.reason() == CancelReason::kShutdown ? "shutdown" : "cancelled"}};
     });
   }
-  TaskStore* tasks() override { return &store_; }
-  TaskStore store_;
+  Server server;
+  TaskStore& store_ = server.tasks();
 };
 
 class Collector {
@@ -228,7 +229,7 @@ TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
   std::string id;
   {
     Collector out;
-    McpSession session(backend, out.sender());
+    McpSession session(backend.server, out.sender(), {});
     session.Handle(CallBlock(1, true));
     json created = out.WaitFor(1);
     ASSERT_EQ(created["result"]["resultType"], "task") << created.dump();
@@ -248,7 +249,7 @@ TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
   EXPECT_EQ(working["statusMessage"], "running for 0 s; newest output: tick");
 
   Collector out;
-  McpSession other(backend, out.sender());
+  McpSession other(backend.server, out.sender(), {});
   other.Handle(Request(2, "tasks/get", {{"taskId", id}}, false));
   EXPECT_EQ(out.WaitFor(2)["error"]["code"], stateless::kMissingRequiredClientCapability);
   other.Handle(Request(3, "tasks/cancel", {{"taskId", id}}, true));
@@ -272,7 +273,7 @@ TEST(SessionTaskTest, ALongCallBecomesATaskThatOutlivesItsSession) {
 TEST(SessionTaskTest, WithoutTheExtensionOrWhenQuickTheCallIsAnsweredInPlace) {
   TaskBackend backend(Quick());
   Collector out;
-  McpSession session(backend, out.sender());
+  McpSession session(backend.server, out.sender(), {});
   session.Handle(
       Request(1, "tools/call", {{"name", "exec"}, {"arguments", {{"code", "x"}}}}, true));
   json quick = out.WaitFor(1);
@@ -292,7 +293,7 @@ TEST(SessionTaskTest, WithoutTheExtensionOrWhenQuickTheCallIsAnsweredInPlace) {
 TEST(SessionTaskTest, TheLegacyEraDeclaresPerRequest) {
   TaskBackend backend(Quick());
   Collector out;
-  McpSession session(backend, out.sender());
+  McpSession session(backend.server, out.sender(), {});
   session.Handle({{"jsonrpc", "2.0"},
                   {"id", 0},
                   {"method", "initialize"},
@@ -362,9 +363,9 @@ class MemorySpill : public TaskResultSpill {
 TEST(TaskStoreTest, ABigResultWaitsInTheSpillAndComesBackWhole) {
   auto spill = std::make_shared<MemorySpill>();
   TaskOptions o = Quick();
-  o.spill = spill;
   o.spill_over_bytes = 1024;
   TaskStore store(o);
+  store.SetSpill(spill);
   std::string small_id, big_id, lost_id, kept_id;
   for (std::string* id : {&small_id, &big_id, &lost_id, &kept_id}) {
     ASSERT_TRUE(store.Create(std::make_shared<CancelToken>(), id));

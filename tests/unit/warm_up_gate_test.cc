@@ -15,6 +15,8 @@
 #include "base/cancel.h"
 #include "base/metrics.h"
 #include "model/config.h"
+#include "protocol/server.h"
+#include "protocol/stateless.h"
 #include "tool/contract.h"
 
 namespace mcpexec {
@@ -39,7 +41,6 @@ class PathBackend : public ToolBackend, public ServerHealth {
       return json{{"content", json::array({{{"type", "text"}, {"text", "ran:" + code}}})}};
     });
   }
-  TaskStore* tasks() override { return &store; }
   void ServerStopping() override { stopping = true; }
   bool Ready() const override { return true; }
   std::string MetricsText(int64_t, int64_t) const override { return "path metrics"; }
@@ -53,7 +54,6 @@ class PathBackend : public ToolBackend, public ServerHealth {
 
   std::mutex mu;
   std::vector<std::string> accepted;
-  TaskStore store{TaskOptions{}};
   bool stopping = false;
 };
 
@@ -87,10 +87,8 @@ TEST_F(WarmUpGateTest, TheHandshakesPartsAreAnsweredBeforeThePathIsUp) {
   EXPECT_EQ(gate_.ToolName(), ExecToolName());
   EXPECT_EQ(gate_.Instructions(), ExecInstructions(config_));
   EXPECT_EQ(gate_.CacheScope(), "public");
-  EXPECT_EQ(gate_.TasksEnabled(), config_.max_tasks > 0);
   EXPECT_FALSE(gate_.Ready());
   EXPECT_NE(gate_.MetricsText(0, 0).find("mcp_exec"), std::string::npos);
-  EXPECT_FALSE(gate_.ReadResource("mcp-exec://x").has_value());
   // Arguments the contract refuses need no sandbox.
   EXPECT_EQ(TextOf(Call("").get()), "code must not be empty");
 }
@@ -150,7 +148,6 @@ TEST_F(WarmUpGateTest, AFailedStartAnswersWaitingAndLaterCallsWithItsReason) {
   EXPECT_EQ(TextOf(Call("print(2)").get()), "the server could not start: no zygote");
   EXPECT_NE(gate_.ToolDescriptor()["description"].get<std::string>().find("no zygote"),
             std::string::npos);
-  EXPECT_EQ(gate_.tasks(), nullptr);
   // An open path is not closed by a later Fail (the shutdown's).
   WarmUpGate open(config_, metrics_);
   open.Open(path_, path_);
@@ -158,21 +155,55 @@ TEST_F(WarmUpGateTest, AFailedStartAnswersWaitingAndLaterCallsWithItsReason) {
   EXPECT_TRUE(open.Ready());
 }
 
-TEST_F(WarmUpGateTest, TasksWaitForThePathUnlessTheServerIsStopping) {
-  std::future<TaskStore*> store = std::async(std::launch::async, [this] { return gate_.tasks(); });
-  EXPECT_EQ(store.wait_for(50ms), std::future_status::timeout);
+// The tasks are the server's from the start, not the request path's: a
+// call of a client that declared the extension, sent during the warm-up,
+// becomes a task while it still waits for the path, and the task ends once
+// the path ran it.
+TEST_F(WarmUpGateTest, ACallMadeDuringTheWarmUpMayBecomeATaskBeforeThePathIsUp) {
+  TaskOptions quick;
+  quick.after = 50ms;
+  quick.max_tasks = 4;
+  Server server(gate_, quick);
+  std::mutex mu;
+  std::vector<json> sent;
+  McpSession session(server,
+                     [&](const json& m) {
+                       std::lock_guard<std::mutex> lock(mu);
+                       sent.push_back(m);
+                     },
+                     {});
+  auto find = [&](int id) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (const json& m : sent) {
+          if (m.value("id", json()) == id) return m;
+        }
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return json();
+  };
+  const json meta = {
+      {stateless::kMetaProtocolVersion, stateless::kVersion},
+      {stateless::kMetaClientCapabilities, {{"extensions", {{kTasksExtension, json::object()}}}}}};
+  session.Handle({{"jsonrpc", "2.0"},
+                  {"id", 1},
+                  {"method", "tools/call"},
+                  {"params", {{"name", "exec"}, {"arguments", {{"code", "x"}}}, {"_meta", meta}}}});
+  const json created = find(1);
+  ASSERT_EQ(created["result"]["resultType"], "task") << created.dump();
+  EXPECT_TRUE(path_.Accepted().empty()) << "the path is not up yet";
+  const std::string task = created["result"]["taskId"];
   gate_.Open(path_, path_);
-  EXPECT_EQ(store.get(), &path_.store);
-
-  WarmUpGate stopping(config_, metrics_);
-  std::future<TaskStore*> none = std::async(std::launch::async, [&] { return stopping.tasks(); });
-  stopping.ServerStopping();
-  EXPECT_EQ(none.get(), nullptr);
-  Config no_tasks;
-  no_tasks.max_tasks = 0;
-  WarmUpGate off(no_tasks, metrics_);
-  EXPECT_FALSE(off.TasksEnabled());
-  EXPECT_EQ(off.tasks(), nullptr) << "no wait when tasks are off";
+  json got;
+  for (int i = 0; i < 500; ++i) {
+    got = *server.tasks().Get(task);
+    if (got["status"] == "completed") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(got["status"], "completed") << got.dump();
+  EXPECT_EQ(TextOf(got["result"]), "ran:x");
 }
 
 }  // namespace
