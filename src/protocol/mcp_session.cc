@@ -13,6 +13,16 @@ namespace mcpexec {
 
 using json = nlohmann::json;
 
+std::optional<json> ProgressTokenOf(const json& params) {
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return std::nullopt;
+  auto token = meta->find("progressToken");
+  if (token == meta->end() || !(token->is_string() || token->is_number_integer())) {
+    return std::nullopt;
+  }
+  return *token;
+}
+
 json ToolErrorResult(const std::string& message) {
   return {
       {"content", json::array({{{"type", "text"}, {"text", message}}})},
@@ -587,10 +597,9 @@ void McpSession::TaskRequest(const Request& req) {
 ToolBackend::Progress McpSession::MakeProgress(const Request& req,
                                                const std::shared_ptr<CancelToken>& token) {
   const jsonrpc::RequestId id = req.id;
-  const json meta = req.params.value("_meta", json::object());
-  if (!meta.is_object() || !meta.contains("progressToken")) return nullptr;
-  const json progress_token = meta["progressToken"];
-  if (!progress_token.is_string() && !progress_token.is_number_integer()) return nullptr;
+  std::optional<json> token_of = ProgressTokenOf(req.params);
+  if (!token_of) return nullptr;
+  const json progress_token = std::move(*token_of);
   // Only while the call runs and is wanted: never after its answer (the
   // call thread sends both, in that order) nor once it is cancelled.
   return [this, id, progress_token, token](double progress, const std::string& message) {

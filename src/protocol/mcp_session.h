@@ -86,6 +86,11 @@ class ToolBackend {
 // A CallToolResult with isError true: the one text item is `message`.
 nlohmann::json ToolErrorResult(const std::string& message);
 
+// A request's _meta.progressToken when it is one MCP allows (a string or an
+// integer); nullopt otherwise: the request gets no progress notifications
+// (and over HTTP, a call without them is answered as JSON).
+std::optional<nlohmann::json> ProgressTokenOf(const nlohmann::json& params);
+
 // The longest string progressToken a call may carry (it is repeated in
 // every progress notification): longer ones are refused (-32602).
 constexpr size_t kMaxProgressTokenBytes = 1024;

@@ -54,9 +54,7 @@ http::Response JsonAnswer(const json& msg) {
 // its result, so it is answered as JSON (an event stream only when a message
 // must come first, as the MCP TypeScript SDK's transport does).
 bool IsCallWithoutProgress(const jsonrpc::Inbound& in) {
-  if (in.method != "tools/call") return false;
-  auto meta = in.params.find("_meta");
-  return meta == in.params.end() || !meta->is_object() || !meta->contains("progressToken");
+  return in.method == "tools/call" && !ProgressTokenOf(in.params);
 }
 
 bool MediaTypeIs(const std::string& header, const char* type) {

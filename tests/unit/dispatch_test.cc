@@ -144,6 +144,20 @@ TEST(ErasTest, VersionsAreListedOnce) {
   EXPECT_FALSE(eras::IsLegacyVersion(eras::kStatelessVersion));
 }
 
+// One reading of a call's progress token, for the session (whether it
+// sends progress) and the HTTP transport (whether it streams).
+TEST(ProgressTokenTest, OnlyAStringOrAnIntegerAsksForProgress) {
+  EXPECT_EQ(ProgressTokenOf({{"_meta", {{"progressToken", "t"}}}}), json("t"));
+  EXPECT_EQ(ProgressTokenOf({{"_meta", {{"progressToken", 7}}}}), json(7));
+  for (const json& params :
+       {json::object(), json({{"_meta", 1}}), json({{"_meta", json::object()}}),
+        json({{"_meta", {{"progressToken", 1.5}}}}),
+        json({{"_meta", {{"progressToken", nullptr}}}}),
+        json({{"_meta", {{"progressToken", json::object()}}}})}) {
+    EXPECT_FALSE(ProgressTokenOf(params)) << params.dump();
+  }
+}
+
 // The session serves a message the transport classified without checking
 // it again, and a transport's cancel is a direct call on the call's token.
 class DeliverTest : public ::testing::Test {
