@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "protocol/eras.h"
+#include "protocol/jsonrpc.h"
 #include "protocol/stateless.h"
 #include "upstream/framing.h"
 
@@ -164,12 +165,10 @@ bool StdioLink::Write(const std::string& line, Clock::time_point deadline, std::
 void StdioLink::Answer(const nlohmann::json& request) {
   // A server's requests to its client: ping is answered; sampling, roots,
   // elicitation are not offered (the capabilities said so).
-  nlohmann::json reply = {{"jsonrpc", "2.0"}, {"id", request["id"]}};
-  if (request.value("method", "") == "ping") {
-    reply["result"] = nlohmann::json::object();
-  } else {
-    reply["error"] = {{"code", -32601}, {"message", "mcp-exec does not offer this to upstreams"}};
-  }
+  const nlohmann::json reply = request.value("method", "") == "ping"
+                                   ? jsonrpc::Result(request["id"], nlohmann::json::object())
+                                   : jsonrpc::Error(request["id"], jsonrpc::kMethodNotFound,
+                                                    "mcp-exec does not offer this to upstreams");
   std::string error;
   Write(reply.dump() + "\n", Clock::now() + std::chrono::seconds(5), &error);
 }

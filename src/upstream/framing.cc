@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/bounded_json.h"
+#include "protocol/jsonrpc.h"
 
 namespace mcpexec::upstream {
 
@@ -60,9 +61,7 @@ nlohmann::json ParseMessage(std::string_view text) {
   if (!parsed.too_deep) return nlohmann::json(nlohmann::json::value_t::discarded);
   const nlohmann::json id = bounded_json::TopLevelId(text);
   if (id.is_null()) return nlohmann::json(nlohmann::json::value_t::discarded);
-  return {{"jsonrpc", "2.0"},
-          {"id", id},
-          {"error", {{"code", -32603}, {"message", "its answer is " + parsed.error}}}};
+  return jsonrpc::Error(id, jsonrpc::kInternalError, "its answer is " + parsed.error);
 }
 
 bool LineFramer::Feed(const char* data, size_t n,
