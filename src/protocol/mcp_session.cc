@@ -109,10 +109,10 @@ void McpSession::Handle(const json& msg) {
       return send_(refused->response);
     }
   }
-  Deliver(in, era);
+  Deliver(std::move(in), era);
 }
 
-void McpSession::Deliver(const jsonrpc::Inbound& in, Era era) {
+void McpSession::Deliver(jsonrpc::Inbound in, Era era) {
   using Kind = jsonrpc::Inbound::Kind;
   switch (in.kind) {
     case Kind::kRefused:
@@ -128,7 +128,7 @@ void McpSession::Deliver(const jsonrpc::Inbound& in, Era era) {
       }
       return;
     case Kind::kRequest:
-      return Dispatch(Request{*in.id, in.method, in.params, era});
+      return Dispatch(Request{std::move(*in.id), std::move(in.method), std::move(in.params), era});
   }
 }
 

@@ -142,7 +142,9 @@ class McpSession {
   void Handle(const nlohmann::json& msg);
   // A message the transport classified and, for a request of the stateless
   // era, checked (with its headers: transport/http_stateless.h).
-  void Deliver(const jsonrpc::Inbound& in, Era era);
+  // Taken by value: a request's params move on into its handler, the one
+  // copy of a call's arguments on the way in being Classify's.
+  void Deliver(jsonrpc::Inbound in, Era era);
   // The client's cancellation of a request (notifications/cancelled, or a
   // transport that saw its client leave): its call ends unanswered, a
   // listen ends.

@@ -328,21 +328,22 @@ void HttpTransport::StreamablePost(const http::Request& req,
   const std::string version_header(mcp_headers::TrimOws(req.Header("MCP-Protocol-Version")));
   const Era era =
       eras::Classify(msg, req.HasHeader("MCP-Protocol-Version") ? &version_header : nullptr);
-  if (era == Era::kStateless) return StatelessPost(req, msg, in, exchange);
+  if (era == Era::kStateless) return StatelessPost(req, msg, std::move(in), exchange);
   std::shared_ptr<HttpSession> session;
   http::Headers session_header;
   if (auto refusal = SessionForPost(req, in, &session, &session_header)) {
     return ex.Reply(std::move(*refusal));
   }
   if (!is_request) {
-    session->mcp().Deliver(in, Era::kLegacy);
+    session->mcp().Deliver(std::move(in), Era::kLegacy);
     http::Response r;
     r.status = 202;
     return ex.Reply(std::move(r));
   }
   const jsonrpc::RequestId id = *in.id;
+  const bool without_progress = IsCallWithoutProgress(in);
   auto waiter = session->Expect(id);
-  session->mcp().Deliver(in, Era::kLegacy);
+  session->mcp().Deliver(std::move(in), Era::kLegacy);
   {
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer) {
@@ -352,7 +353,7 @@ void HttpTransport::StreamablePost(const http::Request& req,
       return ex.Reply(std::move(r));
     }
   }
-  if (IsCallWithoutProgress(in)) {
+  if (without_progress) {
     return AnswerWhenDone(exchange, session, waiter, id, std::move(session_header));
   }
   AnswerAsStream(ex, session, waiter, id, std::move(session_header));
@@ -361,8 +362,7 @@ void HttpTransport::StreamablePost(const http::Request& req,
 // Protocol 2026-07-28: no session id; the request is checked against its
 // headers, then served on a session of its own, answered as JSON when it is
 // done at once, else as an event stream of its own (a listen's stays open).
-void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
-                                  const jsonrpc::Inbound& in,
+void HttpTransport::StatelessPost(const http::Request& req, const json& msg, jsonrpc::Inbound in,
                                   const std::shared_ptr<http::Exchange>& exchange) {
   http::Exchange& ex = *exchange;
   if (in.kind != jsonrpc::Inbound::Kind::kRequest) {
@@ -385,8 +385,9 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
   }
   auto session = stateless_.Open(mcp_server_, req.client);
   const jsonrpc::RequestId id = *in.id;
+  const bool without_progress = IsCallWithoutProgress(in);
   auto waiter = session->Expect(id);
-  session->mcp().Deliver(in, Era::kStateless);  // checked above, with its headers
+  session->mcp().Deliver(std::move(in), Era::kStateless);  // checked above, with its headers
   {
     std::lock_guard<std::mutex> lock(waiter->mu);
     if (waiter->answer && waiter->early.empty() && !listen) {
@@ -394,7 +395,7 @@ void HttpTransport::StatelessPost(const http::Request& req, const json& msg,
       return ex.Reply(JsonAnswer(*waiter->answer));
     }
   }
-  if (IsCallWithoutProgress(in)) return AnswerWhenDone(exchange, session, waiter, id, {});
+  if (without_progress) return AnswerWhenDone(exchange, session, waiter, id, {});
   AnswerAsStream(ex, session, waiter, id, {}, listen);
 }
 
@@ -422,10 +423,8 @@ std::optional<http::Response> HttpTransport::ParsePostMessage(const http::Reques
   *msg = std::move(parsed.value);
   *in = jsonrpc::Classify(*msg);
   if (in->kind == jsonrpc::Inbound::Kind::kRefused) {
-    http::Response r;
+    http::Response r = JsonAnswer(in->refusal);
     r.status = 400;
-    r.content_type = "application/json";
-    r.body = LenientDump(in->refusal);  // it may quote the client's bytes
     return r;
   }
   return std::nullopt;
@@ -566,7 +565,7 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
   if (!parsed.ok()) return ex.Reply(PlainError(400, "invalid JSON: " + parsed.error));
   // Classified once, here; every answer, refusals too, goes on the
   // session's stream (this transport has no other way back).
-  const jsonrpc::Inbound in = jsonrpc::Classify(parsed.value);
+  jsonrpc::Inbound in = jsonrpc::Classify(parsed.value);
   // What the stream owes the client, so that shutdown answers all of it.
   if (in.kind == jsonrpc::Inbound::Kind::kRequest) {
     session->ExpectOnStream(*in.id);
@@ -577,7 +576,7 @@ void HttpTransport::LegacyPost(const http::Request& req, http::Exchange& ex) {
       session->NotExpected(*id);
     }
   }
-  session->mcp().Deliver(in, Era::kLegacy);  // answers arrive on the session's stream
+  session->mcp().Deliver(std::move(in), Era::kLegacy);  // answers arrive on the session's stream
   http::Response r;
   r.status = 202;
   r.content_type = "text/plain";

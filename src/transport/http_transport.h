@@ -63,8 +63,8 @@ class HttpTransport final : public http::Handler {
   static bool IsProbe(const std::string& path) { return path == "/healthz" || path == "/readyz"; }
   http::Response Preflight(const http::Request& req);
   void StreamablePost(const http::Request& req, const std::shared_ptr<http::Exchange>& exchange);
-  void StatelessPost(const http::Request& req, const nlohmann::json& msg,
-                     const jsonrpc::Inbound& in, const std::shared_ptr<http::Exchange>& exchange);
+  void StatelessPost(const http::Request& req, const nlohmann::json& msg, jsonrpc::Inbound in,
+                     const std::shared_ptr<http::Exchange>& exchange);
   std::optional<http::Response> CheckPostHeaders(const http::Request& req) const;
   // The body as JSON (bounded) and as a JSON-RPC message (jsonrpc::Classify),
   // or the 400 that refuses it.
