@@ -1,11 +1,9 @@
 #include "upstream/client.h"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +19,7 @@
 #include "protocol/jsonrpc.h"
 #include "protocol/stateless.h"
 #include "upstream/framing.h"
+#include "upstream/http_link.h"
 
 namespace mcpexec::upstream {
 
@@ -267,153 +266,6 @@ std::optional<nlohmann::json> StdioLink::Request(const nlohmann::json& request,
 void StdioLink::Notify(const nlohmann::json& notification) {
   std::string error;
   Write(notification.dump() + "\n", Clock::now() + std::chrono::seconds(5), &error);
-}
-
-// --- streamable HTTP ---
-
-namespace {
-
-// A connected socket to host:port by the deadline, or -1.
-int Connect(const Url& url, Clock::time_point deadline, std::string* error) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(url.port);
-  if (int rc = getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    *error = "cannot resolve " + url.host + ": " + gai_strerror(rc);
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    if (errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int soerr = 0;
-      socklen_t len = sizeof soerr;
-      if (poll(&p, 1, MillisUntil(deadline)) == 1 &&
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) {
-        break;
-      }
-      errno = soerr ? soerr : ETIMEDOUT;
-    }
-    *error = "cannot connect to " + url.host + ":" + port + ": " + strerror(errno);
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  return fd;
-}
-
-}  // namespace
-
-HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
-  std::string error;
-  ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
-}
-
-// The POST of one message, with the session's and the entry's headers.
-std::string HttpLink::RequestText(const nlohmann::json& message) {
-  const std::string body = message.dump();
-  std::string req = "POST " + url_.target + " HTTP/1.1\r\nHost: " + url_.host + ":" +
-                    std::to_string(url_.port) +
-                    "\r\nContent-Type: application/json\r\nAccept: application/json, "
-                    "text/event-stream\r\nConnection: close\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n";
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!session_id_.empty()) req += "Mcp-Session-Id: " + session_id_ + "\r\n";
-    if (!protocol_version_.empty()) req += "MCP-Protocol-Version: " + protocol_version_ + "\r\n";
-  }
-  const std::string method = message.value("method", "");
-  if (!method.empty()) {
-    req += "Mcp-Method: " + method + "\r\n";
-    if (message.contains("params") && message["params"].contains("name") &&
-        message["params"]["name"].is_string()) {
-      req += "Mcp-Name: " + message["params"]["name"].get<std::string>() + "\r\n";
-    }
-  }
-  for (const auto& [k, v] : spec_.headers) req += k + ": " + v + "\r\n";
-  req += "\r\n" + body;
-  return req;
-}
-
-std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
-                                             Clock::time_point deadline, std::string* error) {
-  UniqueFd fd(Connect(url_, deadline, error));
-  if (!fd) return std::nullopt;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_) {
-      *error = "the server is shutting down";
-      return std::nullopt;
-    }
-    open_.insert(fd.get());
-  }
-  struct Forget {
-    HttpLink* link;
-    int fd;
-    ~Forget() {
-      std::lock_guard<std::mutex> lock(link->mu_);
-      link->open_.erase(fd);
-    }
-  } forget{this, fd.get()};
-  if (!WriteAll(fd.get(), RequestText(message), deadline, error)) return std::nullopt;
-  BodyReader reader(fd.get(), deadline);
-  Response r;
-  if (!reader.Head(&r, error)) return std::nullopt;
-  if (auto it = r.headers.find("mcp-session-id"); it != r.headers.end()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    session_id_ = it->second;
-  }
-  const bool awaited = message.contains("id");
-  if (r.status == 202 && !awaited) return nlohmann::json();
-  std::string type = r.headers["content-type"];
-  std::transform(type.begin(), type.end(), type.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  std::string data;
-  if (type.find("text/event-stream") == std::string::npos || r.status / 100 != 2) {
-    if (!ReadBody(reader, &data, error)) return std::nullopt;
-    if (r.status / 100 != 2) {
-      // 404 is the specification's answer to a session the server ended;
-      // the TypeScript SDK's servers say 400 to one they never knew (they
-      // restarted). Either way a new handshake is due.
-      if (r.status == 404 || r.status == 400) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!session_id_.empty()) expired_ = true;
-      }
-      nlohmann::json j = ParseMessage(data);
-      if (IsResponse(j)) return j;  // a JSON-RPC error carried with an HTTP status
-      *error = "HTTP " + std::to_string(r.status) +
-               (r.status == 401 || r.status == 403 ? " (check the entry's \"headers\")" : "");
-      return std::nullopt;
-    }
-    if (!awaited) return nlohmann::json();
-    nlohmann::json j = ParseMessage(data);
-    if (!IsResponse(j)) {
-      *error = "it answered something that is not a JSON-RPC response";
-      return std::nullopt;
-    }
-    return j;
-  }
-  return ResponseEvent(reader, message["id"], error);
-}
-
-void HttpLink::Abort() {
-  std::lock_guard<std::mutex> lock(mu_);
-  aborted_ = true;
-  for (int fd : open_) shutdown(fd, SHUT_RDWR);
-}
-
-std::optional<nlohmann::json> HttpLink::Request(const nlohmann::json& request,
-                                                Clock::time_point deadline, std::string* error) {
-  return Post(request, deadline, error);
-}
-
-void HttpLink::Notify(const nlohmann::json& notification) {
-  std::string error;
-  Post(notification, Clock::now() + std::chrono::seconds(5), &error);
 }
 
 // --- the client ---

@@ -1,12 +1,11 @@
-// One MCP client per upstream: JSON-RPC over a stdio child or streamable
-// HTTP, in either protocol era (initialize first; a server that refuses it
-// and answers server/discover is spoken to statelessly, with the 2026-07-28
-// _meta on every request).
+// One MCP client per upstream: JSON-RPC over a stdio child (StdioLink,
+// here) or streamable HTTP (http_link.h), in either protocol era
+// (initialize first; a server that refuses it and answers server/discover
+// is spoken to statelessly, with the 2026-07-28 _meta on every request).
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,32 +14,15 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 
 #include "base/unique_fd.h"
 #include "protocol/eras.h"
 #include "upstream/config.h"
+#include "upstream/link.h"
 
 namespace mcpexec::upstream {
-
-using Clock = std::chrono::steady_clock;
-
-// How JSON-RPC messages reach one server.
-class Link {
- public:
-  virtual ~Link() = default;
-  // Sends a request and waits for the response with its id, until the
-  // deadline. nullopt: *error says why (the message, never a secret).
-  virtual std::optional<nlohmann::json> Request(const nlohmann::json& request,
-                                                Clock::time_point deadline, std::string* error) = 0;
-  virtual void Notify(const nlohmann::json& notification) = 0;
-  // False once the server is gone (a stdio child that exited).
-  virtual bool Alive() const = 0;
-  // The server is shutting down: calls in flight end now.
-  virtual void Abort() {}
-};
 
 // A stdio server: a child process whose stdin and stdout carry one JSON
 // message per line. Its stderr is kept (the last 4 KiB) for a start error.
@@ -73,35 +55,6 @@ class StdioLink : public Link {
   bool dead_ = false;
   std::string exit_text_;
   std::string stderr_tail_;
-};
-
-// A streamable HTTP server: one POST per message, a JSON or an SSE answer.
-class HttpLink : public Link {
- public:
-  explicit HttpLink(const Spec& spec);
-  std::optional<nlohmann::json> Request(const nlohmann::json& request, Clock::time_point deadline,
-                                        std::string* error) override;
-  void Notify(const nlohmann::json& notification) override;
-  // False once the server forgot its session (404): the client then does
-  // its handshake again.
-  bool Alive() const override { return !expired_.load(); }
-  void Abort() override;  // shuts down the connections of calls in flight
-  void SetProtocolVersion(const std::string& v) { protocol_version_ = v; }
-
- private:
-  std::string RequestText(const nlohmann::json& message);
-  // One POST; the answer with `id` (or, with no id, none awaited).
-  std::optional<nlohmann::json> Post(const nlohmann::json& message, Clock::time_point deadline,
-                                     std::string* error);
-
-  const Spec spec_;
-  Url url_;
-  std::mutex mu_;
-  std::string session_id_;
-  std::string protocol_version_;
-  std::atomic<bool> expired_{false};
-  std::set<int> open_;  // the sockets of requests in flight (under mu_)
-  bool aborted_ = false;
 };
 
 // What a tools/call answered.

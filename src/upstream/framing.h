@@ -1,18 +1,15 @@
 // What an upstream MCP server sends, taken apart with bounds: its messages
-// on stdout (one JSON-RPC message a line), an HTTP/1.1 response (its head,
-// a body plain or chunked), and a server-sent event stream. Nothing here
-// trusts the upstream: every buffer is bounded (kMaxMessage for a message,
-// 64 KiB for a head, 1 KiB for a chunk's size line), every byte is scanned
-// once, and every message goes through bounded_json. The fuzz targets
-// fuzz_upstream_framing and fuzz_upstream_http drive these directly.
+// on stdout (one JSON-RPC message a line) and a server-sent event stream
+// (an HTTP answer's body; Beast reads the HTTP around it, http_link.h).
+// Nothing here trusts the upstream: every buffer is bounded (kMaxMessage
+// for a message), every byte is scanned once, and every message goes
+// through bounded_json. The fuzz target fuzz_upstream_framing drives these
+// directly, fuzz_upstream_http through an HTTP answer.
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -60,40 +57,7 @@ class EventStream {
 
 using Clock = std::chrono::steady_clock;
 
-// An HTTP/1.1 response's status and headers (names in lower case).
-struct Response {
-  int status = 0;
-  std::map<std::string, std::string> headers;
-};
-
-// An HTTP/1.1 response read from fd by the deadline: the head, then the
-// body decoded (chunked or by length, or to EOF) as it comes.
-class BodyReader {
- public:
-  BodyReader(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {}
-  bool Head(Response* r, std::string* error);
-  // Appends the next decoded bytes to *out. False at the end (or error).
-  bool Next(std::string* out, std::string* error);
-
- private:
-  bool More(std::string* error);
-  int fd_;
-  Clock::time_point deadline_;
-  std::string raw_;
-  bool chunked_ = false, done_ = false, need_crlf_ = false;
-  int64_t left_ = -1;
-  size_t chunk_left_ = 0;
-};
-
-// An event stream's events until the response with this id; nullopt (and
-// *error) when the stream ends without it or breaks a bound.
-std::optional<nlohmann::json> ResponseEvent(BodyReader& reader, const nlohmann::json& id,
-                                            std::string* error);
-
-// The whole body of a plain (not event-stream) answer, at most kMaxMessage
-// bytes; false when it was longer.
-bool ReadBody(BodyReader& reader, std::string* body, std::string* error);
-
+// Milliseconds left until the deadline, for poll(): 0 once it passed.
 int MillisUntil(Clock::time_point deadline);
 
 }  // namespace mcpexec::upstream

@@ -1,21 +1,24 @@
 // An upstream over streamable HTTP -> the supervisor: the input is the
 // whole HTTP/1.1 response an upstream sends to a POST (the head, then a
 // body by Content-Length, chunked, or to EOF; JSON or an event stream),
-// read from a file descriptor by the real BodyReader as HttpLink reads it,
-// then ReadBody and ParseMessage, or ResponseEvent waiting for id 1.
-// Checked: the head and the body keep to their bounds, an answer that comes
-// back is a JSON-RPC response with id 1 (or the plain body's message), and
-// nothing hangs (the descriptor ends at the input's end), recurses or leaks.
-#include <sys/mman.h>
+// written into one end of a socketpair and read from the other by
+// ReadAnswerFrom, which is what HttpLink's POST reads with (Beast's parser
+// under the link's bounds, then the plain body or the event stream waiting
+// for id 1). Checked: an answer that comes back is a JSON-RPC response, with
+// id 1 when the status is 2xx; a refusal says why; nothing hangs (the
+// writer shuts its end at the input's end), recurses or leaks.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "base/unique_fd.h"
 #include "upstream/framing.h"
+#include "upstream/http_link.h"
 
 namespace {
 
@@ -28,33 +31,33 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mcpexec::upstream;
-  mcpexec::UniqueFd fd(memfd_create("fuzz-upstream-http", MFD_CLOEXEC));
-  if (!fd) Fail("memfd_create");
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = write(fd.get(), data + done, size - done);
-    if (n <= 0) Fail("write");
-    done += static_cast<size_t>(n);
-  }
-  lseek(fd.get(), 0, SEEK_SET);
-  BodyReader reader(fd.get(), Clock::now() + std::chrono::seconds(5));
-  Response r;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) Fail("socketpair");
+  mcpexec::UniqueFd reader_end(pair[0]), writer_end(pair[1]);
+  // The reader may stop before the input's end (a bound, a bad head): the
+  // writer then meets a closed socket (MSG_NOSIGNAL: an error, not SIGPIPE).
+  std::thread writer([&] {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = send(writer_end.get(), data + done, size - done, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    shutdown(writer_end.get(), SHUT_WR);
+  });
+  const nlohmann::json request = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}};
+  AnswerHead head;
   std::string error;
-  if (!reader.Head(&r, &error)) {
-    if (error.empty()) Fail("a refused head without a reason");
-    return 0;
+  std::optional<nlohmann::json> answer = ReadAnswerFrom(
+      reader_end.get(), request, Clock::now() + std::chrono::seconds(5), &head, &error);
+  reader_end.Reset();  // a writer still sending fails now
+  writer.join();
+  if (answer) {
+    if (!IsResponse(*answer)) Fail("an answer that is not a JSON-RPC response");
+    if (head.status / 100 == 2 && (*answer)["id"] != 1) Fail("an answer to another request");
+    (void)answer->dump();
+  } else if (error.empty()) {
+    Fail("no answer and no reason");
   }
-  std::string type = r.headers["content-type"];
-  if (type.find("text/event-stream") != std::string::npos) {
-    auto answer = ResponseEvent(reader, 1, &error);
-    if (answer && (!IsResponse(*answer) || (*answer)["id"] != 1)) Fail("a wrong answer");
-    if (!answer && error.empty()) Fail("no answer and no reason");
-    return 0;
-  }
-  std::string body;
-  if (!ReadBody(reader, &body, &error)) return 0;
-  if (body.size() > size) Fail("a body longer than the bytes that came");
-  const nlohmann::json m = ParseMessage(body);
-  if (!m.is_discarded()) (void)m.dump();
   return 0;
 }

@@ -1,0 +1,323 @@
+#include "upstream/http_link.h"
+
+// clang-format off: Boost.Asio 1.74's awaitable.hpp uses std::exchange
+// without including <utility>.
+#include <utility>
+// clang-format on
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <limits>
+
+#include "upstream/framing.h"
+
+namespace mcpexec::upstream {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// An answer's head, and a chunk's size line, are a few hundred bytes from
+// any real server; the buffer holds one of them whole, and no more.
+constexpr uint32_t kMaxHead = 65536;
+constexpr size_t kMaxBuffered = size_t{2} * kMaxHead;
+constexpr size_t kPiece = 65536;
+
+using Parser = bhttp::response_parser<bhttp::buffer_body>;
+
+}  // namespace
+
+// One POST's connection: an io_context of its own, run on the caller's
+// thread one step at a time, each step held to the deadline by the
+// stream's timer. Abort may come from any thread.
+struct HttpLink::Exchange {
+  explicit Exchange(Clock::time_point until) : deadline(until) {}
+
+  // Starts one asynchronous operation (start(handler)) and runs it to its
+  // end; its error, or operation_aborted once Abort was called.
+  template <class Start>
+  beast::error_code Step(Start start) {
+    if (aborted) return asio::error::operation_aborted;
+    beast::error_code result = asio::error::operation_aborted;
+    stream.expires_at(deadline);
+    start([&result](beast::error_code ec, auto&&...) { result = ec; });
+    ioc.restart();
+    ioc.run();
+    return aborted ? beast::error_code(asio::error::operation_aborted) : result;
+  }
+
+  // From another thread: the step running ends now, and so does every
+  // step after it (the socket is shut, not only the operation cancelled,
+  // so that a step a composed operation starts next fails at once too).
+  void Abort() {
+    aborted = true;
+    asio::post(ioc, [this] {
+      beast::error_code ignored;
+      stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream.cancel();
+    });
+  }
+
+  asio::io_context ioc{1};
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer{kMaxBuffered};
+  Clock::time_point deadline;
+  std::atomic<bool> aborted{false};
+};
+
+namespace {
+
+// What went wrong, in the words a run's error shows.
+std::string Why(beast::error_code ec) {
+  if (ec == asio::error::operation_aborted) return "the server is shutting down";
+  if (ec == beast::error::timeout) return "it did not answer in time";
+  if (ec == bhttp::error::header_limit) return "its answer's head passed 64 KiB";
+  if (ec == bhttp::error::body_limit) return "it sent a message of more than 64 MiB";
+  if (ec == bhttp::error::buffer_overflow) return "it sent a line of more than 64 KiB";
+  if (ec == bhttp::error::end_of_stream) return "it closed the connection before answering";
+  if (ec == bhttp::error::partial_message) return "it closed the connection mid-answer";
+  return "it did not answer HTTP (" + ec.message() + ")";
+}
+
+// The body's next bytes appended to *out; false at its end or on an error
+// (*ec).
+bool NextPiece(HttpLink::Exchange& ex, Parser& parser, std::string* out, beast::error_code* ec) {
+  if (parser.is_done()) return false;
+  char piece[kPiece];
+  bhttp::buffer_body::value_type& body = parser.get().body();
+  body.data = piece;
+  body.size = sizeof piece;
+  beast::error_code e =
+      ex.Step([&](auto handler) { bhttp::async_read_some(ex.stream, ex.buffer, parser, handler); });
+  if (e == bhttp::error::need_buffer) e = {};
+  out->append(piece, sizeof piece - body.size);
+  body.data = nullptr;
+  if (e) *ec = e;
+  return !e;
+}
+
+// The whole body of a plain (not event-stream) answer.
+bool ReadBody(HttpLink::Exchange& ex, Parser& parser, std::string* body, std::string* error) {
+  parser.body_limit(kMaxMessage);  // before any of the body is parsed
+  beast::error_code ec;
+  while (NextPiece(ex, parser, body, &ec)) {
+  }
+  if (ec) *error = Why(ec);
+  return !ec;
+}
+
+// An event stream's events until the response with this id.
+std::optional<nlohmann::json> ResponseEvent(HttpLink::Exchange& ex, Parser& parser,
+                                            const nlohmann::json& id, std::string* error) {
+  EventStream events;
+  std::optional<nlohmann::json> found;
+  std::string piece;
+  beast::error_code ec;
+  while (!found && NextPiece(ex, parser, &piece, &ec)) {
+    const bool ok = events.Feed(piece.data(), piece.size(), [&](std::string_view data) {
+      if (found) return;
+      nlohmann::json m = ParseMessage(data);
+      if (IsResponse(m) && m["id"] == id) found = std::move(m);
+    });
+    piece.clear();
+    if (!ok && !found) {
+      *error = "it sent a message of more than 64 MiB";
+      return std::nullopt;
+    }
+  }
+  if (found) return found;
+  *error = ec ? Why(ec) : "its event stream ended without the answer";
+  return std::nullopt;
+}
+
+// An answer that is not 2xx: a JSON-RPC error it carries, or the status.
+std::optional<nlohmann::json> Refusal(HttpLink::Exchange& ex, Parser& parser, int status,
+                                      std::string* error) {
+  std::string body;
+  if (!ReadBody(ex, parser, &body, error)) return std::nullopt;
+  nlohmann::json j = ParseMessage(body);
+  if (IsResponse(j)) return j;
+  *error = "HTTP " + std::to_string(status) +
+           (status == 401 || status == 403 ? " (check the entry's \"headers\")" : "");
+  return std::nullopt;
+}
+
+// The answer to `message` on a stream the request went out on.
+std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann::json& message,
+                                         AnswerHead* head, std::string* error) {
+  Parser parser;
+  parser.header_limit(kMaxHead);
+  // Beast 1.74 compares a Content-Length with an unset limit as if the
+  // limit were 0: "no limit" while the head is read; a plain body gets its
+  // cap before its first byte, an event stream's events are bounded one by
+  // one (EventStream).
+  parser.body_limit(std::numeric_limits<uint64_t>::max());
+  if (beast::error_code ec = ex.Step(
+          [&](auto handler) { bhttp::async_read_header(ex.stream, ex.buffer, parser, handler); })) {
+    *error = Why(ec);
+    return std::nullopt;
+  }
+  const auto& response = parser.get();
+  head->status = static_cast<int>(response.result_int());
+  if (auto it = response.find("Mcp-Session-Id"); it != response.end()) {
+    head->session_id = std::string(it->value());
+  }
+  const bool awaited = message.contains("id");
+  if (head->status / 100 != 2) return Refusal(ex, parser, head->status, error);
+  if (head->status == 202 && !awaited) return nlohmann::json();
+  std::string type(response[bhttp::field::content_type]);
+  for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (type.find("text/event-stream") != std::string::npos) {
+    if (!awaited) return nlohmann::json();
+    return ResponseEvent(ex, parser, message["id"], error);
+  }
+  std::string body;
+  if (!ReadBody(ex, parser, &body, error)) return std::nullopt;
+  if (!awaited) return nlohmann::json();
+  nlohmann::json j = ParseMessage(body);
+  if (!IsResponse(j)) {
+    *error = "it answered something that is not a JSON-RPC response";
+    return std::nullopt;
+  }
+  if (j["id"] != message["id"]) {
+    *error = "it answered with another request's id (" + j["id"].dump().substr(0, 64) + ")";
+    return std::nullopt;
+  }
+  return j;
+}
+
+// A header value as sent: nothing that could end the line it is on.
+bool Sendable(const std::string& value) {
+  return value.find_first_of("\r\n", 0, 3) == std::string::npos;
+}
+
+}  // namespace
+
+HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
+  std::string error;
+  ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
+}
+
+HttpLink::~HttpLink() = default;
+
+void HttpLink::SetProtocolVersion(const std::string& v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  protocol_version_ = v;
+}
+
+bool HttpLink::Open(Exchange* exchange, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) {
+    *error = "the server is shutting down";
+    return false;
+  }
+  open_.insert(exchange);
+  return true;
+}
+
+void HttpLink::Close(Exchange* exchange) {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_.erase(exchange);
+}
+
+std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
+                                             Clock::time_point deadline, std::string* error) {
+  Exchange ex(deadline);
+  if (!Open(&ex, error)) return std::nullopt;
+  struct Closer {
+    HttpLink* link;
+    Exchange* ex;
+    ~Closer() { link->Close(ex); }
+  } closer{this, &ex};
+
+  const std::string port = std::to_string(url_.port);
+  beast::error_code ec;
+  // A name is resolved before the deadline's clock matters: upstreams are
+  // addresses or names of the local network (getaddrinfo has no timeout).
+  const tcp::resolver::results_type endpoints = tcp::resolver(ex.ioc).resolve(url_.host, port, ec);
+  if (ec) {
+    *error = "cannot resolve " + url_.host + ": " + ec.message();
+    return std::nullopt;
+  }
+  if ((ec = ex.Step([&](auto handler) { ex.stream.async_connect(endpoints, handler); }))) {
+    *error = ec == asio::error::operation_aborted
+                 ? Why(ec)
+                 : "cannot connect to " + url_.host + ":" + port + ": " +
+                       (ec == beast::error::timeout ? "it did not answer in time" : ec.message());
+    return std::nullopt;
+  }
+
+  bhttp::request<bhttp::string_body> request{bhttp::verb::post, url_.target, 11};
+  const bool v6 = url_.host.find(':') != std::string::npos;
+  request.set(bhttp::field::host, (v6 ? "[" + url_.host + "]" : url_.host) + ":" + port);
+  request.set(bhttp::field::content_type, "application/json");
+  request.set(bhttp::field::accept, "application/json, text/event-stream");
+  request.set(bhttp::field::connection, "close");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
+    if (!protocol_version_.empty()) request.set("MCP-Protocol-Version", protocol_version_);
+  }
+  if (const std::string method = message.value("method", ""); !method.empty()) {
+    request.set("Mcp-Method", method);
+    const nlohmann::json* params = message.contains("params") ? &message["params"] : nullptr;
+    if (params && params->is_object() && params->contains("name") &&
+        (*params)["name"].is_string() && Sendable((*params)["name"].get<std::string>())) {
+      request.set("Mcp-Name", (*params)["name"].get<std::string>());
+    }
+  }
+  for (const auto& [k, v] : spec_.headers) request.set(k, v);
+  request.body() = message.dump();
+  request.prepare_payload();
+  if ((ec = ex.Step([&](auto handler) { bhttp::async_write(ex.stream, request, handler); }))) {
+    *error = ec == beast::error::timeout ? "it did not read its input in time" : Why(ec);
+    return std::nullopt;
+  }
+
+  AnswerHead head;
+  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, &head, error);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (head.session_id) session_id_ = *head.session_id;
+  // 404 is the specification's answer to a session the server ended; the
+  // TypeScript SDK's servers say 400 to one they never knew (they
+  // restarted). Either way a new handshake is due.
+  if ((head.status == 404 || head.status == 400) && !session_id_.empty()) expired_ = true;
+  return answer;
+}
+
+void HttpLink::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (Exchange* ex : open_) ex->Abort();
+}
+
+std::optional<nlohmann::json> HttpLink::Request(const nlohmann::json& request,
+                                                Clock::time_point deadline, std::string* error) {
+  return Post(request, deadline, error);
+}
+
+void HttpLink::Notify(const nlohmann::json& notification) {
+  std::string error;
+  Post(notification, Clock::now() + std::chrono::seconds(5), &error);
+}
+
+std::optional<nlohmann::json> ReadAnswerFrom(int fd, const nlohmann::json& message,
+                                             Clock::time_point deadline, AnswerHead* head,
+                                             std::string* error) {
+  HttpLink::Exchange ex(deadline);
+  beast::error_code ec;
+  ex.stream.socket().assign(tcp::v4(), fd, ec);
+  if (ec) {
+    *error = "assign: " + ec.message();
+    return std::nullopt;
+  }
+  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, head, error);
+  ex.stream.socket().release(ec);  // the caller's descriptor stays the caller's
+  return answer;
+}
+
+}  // namespace mcpexec::upstream

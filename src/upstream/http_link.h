@@ -1,0 +1,66 @@
+// A streamable HTTP upstream, spoken to through Boost.Beast (the stack the
+// server's own HTTP transport stands on): one POST per message, answered
+// with JSON or with an event stream that carries the response. Every step
+// of a POST (connect, write, each read) is held to the call's deadline by
+// Beast's stream timer, and every answer is read with bounds: 64 KiB for
+// the head and the chunk lines, kMaxMessage for a message.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "upstream/config.h"
+#include "upstream/link.h"
+
+namespace mcpexec::upstream {
+
+// What the client reads from an answer's head besides its message.
+struct AnswerHead {
+  int status = 0;
+  std::optional<std::string> session_id;  // Mcp-Session-Id, when sent
+};
+
+class HttpLink : public Link {
+ public:
+  explicit HttpLink(const Spec& spec);
+  ~HttpLink() override;
+  std::optional<nlohmann::json> Request(const nlohmann::json& request, Clock::time_point deadline,
+                                        std::string* error) override;
+  void Notify(const nlohmann::json& notification) override;
+  // False once the server forgot its session (404): the client then does
+  // its handshake again.
+  bool Alive() const override { return !expired_.load(); }
+  void Abort() override;  // ends the POSTs in flight, and refuses new ones
+  void SetProtocolVersion(const std::string& v);
+
+  struct Exchange;  // one POST's connection (http_link.cc)
+
+ private:
+  // One POST; the answer with the message's id (or, with no id, none
+  // awaited: a JSON null once the server took it).
+  std::optional<nlohmann::json> Post(const nlohmann::json& message, Clock::time_point deadline,
+                                     std::string* error);
+  bool Open(Exchange* exchange, std::string* error);
+  void Close(Exchange* exchange);
+
+  const Spec spec_;
+  Url url_;
+  std::mutex mu_;
+  std::string session_id_;
+  std::string protocol_version_;
+  std::atomic<bool> expired_{false};
+  std::set<Exchange*> open_;  // the POSTs in flight (under mu_)
+  bool aborted_ = false;
+};
+
+// The answer to `message` read from a connected stream socket exactly as a
+// POST reads it (the fuzz target hands it one end of a socketpair).
+std::optional<nlohmann::json> ReadAnswerFrom(int fd, const nlohmann::json& message,
+                                             Clock::time_point deadline, AnswerHead* head,
+                                             std::string* error);
+
+}  // namespace mcpexec::upstream
