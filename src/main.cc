@@ -23,13 +23,14 @@
 #include "base/metrics.h"
 #include "base/version.h"
 #include "model/config.h"
+#include "resources/reads.h"
 #include "supervisor/doctor.h"
 #include "supervisor/executor.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/zygote_client.h"
 #include "tool/contract.h"
 #include "tool/exec_backend.h"
-#include "tool/resource_reads.h"
+#include "tool/task_options.h"
 #include "tool/warm_up_gate.h"
 #include "transport/http_policy.h"
 #include "transport/http_transport.h"
@@ -201,7 +202,7 @@ std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics
   // What the runs leave in the resource store: big task results wait there,
   // and resources/read serves it.
   server.tasks().SetSpill(TaskSpillTo(path->executor->resources()));
-  server.SetResources(std::make_shared<ExecResources>(path->executor->resources()));
+  server.SetResources(std::make_shared<StoreReader>(path->executor->resources()));
   return "";
 }
 

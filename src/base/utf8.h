@@ -5,6 +5,16 @@
 
 namespace mcpexec {
 
+// The bytes of a character as a JSON string holds it (nlohmann's
+// escaping): two for \" \\ \b \f \n \r \t, six for other control bytes.
+inline size_t JsonEscapedBytes(unsigned char ch) {
+  if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
+      ch == '\t') {
+    return 2;
+  }
+  return ch < 0x20 ? 6 : 1;
+}
+
 // Returns valid UTF-8: every maximal run of bytes that is not part of a
 // well-formed sequence (overlong forms, surrogates, code points past
 // U+10FFFF and cut sequences included) becomes one U+FFFD.

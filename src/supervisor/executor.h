@@ -26,7 +26,7 @@
 #include "base/metrics.h"
 #include "model/config.h"
 #include "model/tool_gateway.h"
-#include "supervisor/resource_store.h"
+#include "resources/store.h"
 #include "supervisor/run.h"
 #include "supervisor/sandbox_link.h"
 #include "supervisor/scheduler.h"

@@ -14,7 +14,7 @@
 
 #include "ipc/zygote_args.h"
 #include "model/config.h"
-#include "supervisor/resource_store.h"
+#include "resources/store.h"
 #include "supervisor/run.h"
 
 namespace mcpexec {

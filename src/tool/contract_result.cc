@@ -25,16 +25,6 @@ using json = nlohmann::json;
 
 namespace {
 
-// The bytes of a character of s as a JSON string holds it (nlohmann's
-// escaping): two for \" \\ \b \f \n \r \t, six for other control bytes.
-size_t EscapedBytes(unsigned char ch) {
-  if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' ||
-      ch == '\t') {
-    return 2;
-  }
-  return ch < 0x20 ? 6 : 1;
-}
-
 // A stream as the answer carries it: valid UTF-8, and never more than twice
 // the output cap once escaped. Control bytes escape six-fold, and the answer
 // holds each stream twice (structuredContent and its JSON in the text item,
@@ -48,7 +38,7 @@ std::string AnswerText(const std::string& raw, int64_t cap, std::optional<std::s
       2 * std::max<size_t>(text.size(), static_cast<size_t>(std::max<int64_t>(cap, 0)));
   size_t escaped = 0, keep = 0;
   for (; keep < text.size(); ++keep) {
-    escaped += EscapedBytes(static_cast<unsigned char>(text[keep]));
+    escaped += JsonEscapedBytes(static_cast<unsigned char>(text[keep]));
     if (escaped > budget) break;
   }
   if (keep == text.size()) return text;
@@ -135,75 +125,7 @@ json StructuredResult(const ExecResult& r) {
   return j;
 }
 
-std::string MimeTypeForPath(const std::string& path) {
-  static const std::pair<const char*, const char*> kTypes[] = {
-      {".csv", "text/csv"},
-      {".tsv", "text/tab-separated-values"},
-      {".txt", "text/plain"},
-      {".log", "text/plain"},
-      {".md", "text/markdown"},
-      {".html", "text/html"},
-      {".htm", "text/html"},
-      {".css", "text/css"},
-      {".js", "text/javascript"},
-      {".py", "text/x-python"},
-      {".json", "application/json"},
-      {".jsonl", "application/jsonl"},
-      {".xml", "application/xml"},
-      {".yaml", "application/yaml"},
-      {".yml", "application/yaml"},
-      {".toml", "application/toml"},
-      {".svg", "image/svg+xml"},
-      {".png", "image/png"},
-      {".jpg", "image/jpeg"},
-      {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},
-      {".webp", "image/webp"},
-      {".pdf", "application/pdf"},
-      {".zip", "application/zip"},
-      {".gz", "application/gzip"},
-      {".parquet", "application/vnd.apache.parquet"},
-      {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
-  };
-  std::string lower = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
-  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const auto& [ext, type] : kTypes) {
-    size_t n = strlen(ext);
-    if (lower.size() > n && lower.compare(lower.size() - n, n, ext) == 0) return type;
-  }
-  return "application/octet-stream";
-}
-
 std::string FileUri(const std::string& path) { return "file:///" + UriPathEscape(path); }
-
-namespace {
-// Text where it costs no more than base64 would: a file of control bytes
-// would escape six-fold.
-bool CheapAsText(const std::string& data) {
-  size_t escaped = 0;
-  for (unsigned char ch : data) escaped += EscapedBytes(ch);
-  return escaped <= data.size() / 3 * 4 + 4 && IsValidUtf8(data);
-}
-}  // namespace
-
-int64_t ResourceParts(int64_t size) {
-  return std::max<int64_t>(1, (size + kResourcePartBytes - 1) / kResourcePartBytes);
-}
-
-std::string ResourcePartUri(const std::string& uri, int64_t part) {
-  return uri + "?part=" + std::to_string(part);
-}
-
-json ResourceContentsItem(const std::string& uri, const std::string& mime,
-                          const std::string& data) {
-  json item = {{"uri", uri}, {"mimeType", mime}};
-  if (CheapAsText(data)) {
-    item["text"] = data;
-  } else {
-    item["blob"] = Base64Encode(data);
-  }
-  return item;
-}
 
 namespace {
 
@@ -214,11 +136,11 @@ namespace {
 std::string TextOfStream(const std::string& key, const std::string& stream, size_t budget,
                          const json& structured, std::string* note) {
   size_t escaped = 0;
-  for (unsigned char ch : stream) escaped += EscapedBytes(ch);
+  for (unsigned char ch : stream) escaped += JsonEscapedBytes(ch);
   if (escaped <= budget) return stream;
   size_t head = 0, spent = 0;
-  while (head < stream.size() && spent + EscapedBytes(stream[head]) <= budget / 2) {
-    spent += EscapedBytes(static_cast<unsigned char>(stream[head++]));
+  while (head < stream.size() && spent + JsonEscapedBytes(stream[head]) <= budget / 2) {
+    spent += JsonEscapedBytes(static_cast<unsigned char>(stream[head++]));
   }
   while (head > 0 && head < stream.size() &&
          (static_cast<unsigned char>(stream[head]) & 0xC0) == 0x80) {
@@ -226,8 +148,8 @@ std::string TextOfStream(const std::string& key, const std::string& stream, size
   }
   size_t tail = stream.size();
   spent = 0;
-  while (tail > head && spent + EscapedBytes(stream[tail - 1]) <= budget - budget / 2) {
-    spent += EscapedBytes(static_cast<unsigned char>(stream[--tail]));
+  while (tail > head && spent + JsonEscapedBytes(stream[tail - 1]) <= budget - budget / 2) {
+    spent += JsonEscapedBytes(static_cast<unsigned char>(stream[--tail]));
   }
   while (tail < stream.size() && (static_cast<unsigned char>(stream[tail]) & 0xC0) == 0x80) {
     ++tail;
@@ -345,13 +267,9 @@ json ToolResult(const ExecResult& r) {
            f.name + ", too big to embed (" + std::to_string(f.size) + " bytes)");
       continue;
     }
-    json resource = {{"uri", FileUri(f.name)}, {"mimeType", MimeTypeForPath(f.name)}};
-    if (CheapAsText(f.data)) {
-      resource["text"] = f.data;
-    } else {
-      resource["blob"] = Base64Encode(f.data);
-    }
-    content.push_back({{"type", "resource"}, {"resource", resource}});
+    content.push_back(
+        {{"type", "resource"},
+         {"resource", ResourceContentsItem(FileUri(f.name), MimeTypeForPath(f.name), f.data)}});
   }
   return {
       {"content", content},

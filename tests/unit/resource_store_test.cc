@@ -1,5 +1,3 @@
-#include "supervisor/resource_store.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,6 +10,7 @@
 #include <thread>
 
 #include "base/fs_util.h"
+#include "resources/store.h"
 #include "supervisor/results.h"
 #include "tool/contract.h"
 

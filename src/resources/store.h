@@ -84,6 +84,8 @@ class ResourceStore {
   // A resource by its URI, opened for reading (the open file outlives an
   // eviction); nullopt when unknown or expired.
   std::optional<std::pair<Entry, UniqueFd>> Open(const std::string& uri);
+  // Reads [begin, end) of a file Open gave; false on a short read.
+  static bool ReadRange(int fd, int64_t begin, int64_t end, std::string* out);
 
   // The URI prefix of every resource ("mcp-exec://resource/").
   static const char* UriPrefix();

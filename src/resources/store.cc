@@ -1,4 +1,4 @@
-#include "supervisor/resource_store.h"
+#include "resources/store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -203,6 +203,19 @@ void ResourceStore::RemoveOldestLocked() {
 void ResourceStore::Release(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   used_ -= n;
+}
+
+bool ResourceStore::ReadRange(int fd, int64_t begin, int64_t end, std::string* out) {
+  out->assign(static_cast<size_t>(end - begin), '\0');
+  size_t got = 0;
+  while (got < out->size()) {
+    ssize_t n = pread(fd, out->data() + got, out->size() - got,
+                      static_cast<off_t>(begin + static_cast<int64_t>(got)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace mcpexec
