@@ -316,7 +316,8 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
     return Fail(l.run_id, req, *refused);
   }
 
-  // The tool channel is served from the moment the runner has its end.
+  // The tool channel is read by the run's loop from the moment the runner
+  // has its end.
   std::optional<ToolChannel> channel;
   if (tools_) {
     channel.emplace(tools_, std::move(l.fds.tools),
@@ -327,6 +328,7 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress,
            resources_.get());
   io.session = session;
+  io.tools = channel ? &*channel : nullptr;
   io.interrupt_grace = interrupt_grace;
   io.oom_base = oom_base;
   PumpUntilEnded(io);

@@ -62,7 +62,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
 
     // A closed pipe's fd is -1 (reset when read to its end), and poll skips
     // it; so is stdin's once fed, and the cancellation's once a cause holds.
-    enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kCount };
+    enum { kOut, kErr, kStatus, kResults, kStdin, kCancel, kWake, kTools, kCount };
     pollfd p[kCount] = {
         {io.out.open ? io.fds.out_r.get() : -1, POLLIN, 0},
         {io.err.open ? io.fds.err_r.get() : -1, POLLIN, 0},
@@ -71,6 +71,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
         {io.fds.in_w.get(), POLLOUT, 0},
         {io.cause == StopCause::kNone ? io.cancel.fd() : -1, POLLIN, 0},
         {io.slot.wake_fd(), POLLIN, 0},
+        {io.tools ? io.tools->fd() : -1, POLLIN, 0},
     };
     int rc = poll(p, kCount, timeout_ms);
     if (rc < 0 && errno != EINTR) break;
@@ -90,6 +91,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
                                                                      : StopCause::kCancelled);
     }
     if (p[kWake].revents) OnSlotChanged(io);
+    if (p[kTools].revents) io.tools->OnReadable();
   }
   // What the pipes still hold: the verdict of a run that ended fast, and
   // what a session's cell wrote before its end record (already in the pipes:

@@ -18,6 +18,7 @@
 #include "supervisor/executor.h"
 #include "supervisor/results.h"
 #include "supervisor/status_reader.h"
+#include "supervisor/tool_channel.h"
 
 namespace mcpexec {
 
@@ -142,6 +143,9 @@ struct Executor::RunIo {
   // A session's cell: it ends with its CellDone record, and a deadline or a
   // cancellation interrupts it first.
   SessionRun* session = nullptr;
+  // Code mode: the run's tool channel, one more descriptor of the loop
+  // (PumpUntilEnded); null without upstreams.
+  ToolChannel* tools = nullptr;
   std::chrono::milliseconds interrupt_grace{0};
   int64_t oom_base = 0;  // the session cgroup's memory kills before this cell
 

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 
 #include "base/bounded_json.h"
@@ -27,32 +29,75 @@ int MillisUntil(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-struct ToolChannel::State {
+struct ToolChannel::State : std::enable_shared_from_this<State> {
+  // What the answering thread does next, in the order the run sent it: a
+  // request to answer, a frame ready to write (a refusal), or the end.
+  struct Item {
+    enum Kind { kRequest, kReply, kEnd } kind;
+    nlohmann::json body;
+  };
+
   std::shared_ptr<ToolGateway> gateway;
   UniqueFd fd, stop;
   std::chrono::steady_clock::time_point deadline;
   ToolChannelLimits limits;
   Metrics* metrics = nullptr;
+  CallPool* pool = nullptr;
   std::atomic<int64_t> calls{0};
-  int64_t frames = 0, bytes_read = 0;  // the reading thread's own
-  std::atomic<bool> stopped{false};
+  std::atomic<bool> reading{true};  // fd() gives the descriptor while true
+  std::mutex mu;
+  std::deque<Item> queue;  // under mu
+  bool working = false;    // a pool thread is answering (under mu)
+  bool stopped = false;    // the run ended (under mu)
+  bool shut = false;       // the socket is shut both ways (under mu)
 
-  // Reads exactly n bytes, or false (EOF, error, stop).
-  bool ReadFull(char* p, size_t n) {
-    while (n > 0) {
-      pollfd pf[2] = {{fd.get(), POLLIN, 0}, {stop.get(), POLLIN, 0}};
-      if (poll(pf, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      if (pf[1].revents) return false;
-      ssize_t got = read(fd.get(), p, n);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) return false;
-      p += got;
-      n -= static_cast<size_t>(got);
+  // However the channel ends, the run's end sees EOF: a call it still
+  // makes, or an answer it waits for, fails at once instead of hanging.
+  void ShutLocked() {
+    reading = false;
+    queue.clear();
+    if (shut) return;
+    shut = true;
+    shutdown(fd.get(), SHUT_RDWR);
+  }
+
+  // Hands an item to the answering thread, starting one when none runs.
+  void Enqueue(Item item) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopped || shut) return;
+      queue.push_back(std::move(item));
+      if (working) return;  // the thread answering takes it next
+      working = true;
     }
-    return true;
+    // Not tied to the ToolChannel: a call in flight when the run ends
+    // finishes by the deadline on its own, holding the state (and the
+    // gateway) alive until then; the pool's owner waits for it at shutdown.
+    if (pool->Start([s = shared_from_this()] { s->Work(); })) return;
+    log::Error("tool_channel_not_served", {{"why", "no thread"}});
+    std::lock_guard<std::mutex> lock(mu);
+    working = false;
+    ShutLocked();
+  }
+
+  // A pool thread: answers what is queued, in order, until nothing is.
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!queue.empty() && !stopped) {
+      Item item = std::move(queue.front());
+      queue.pop_front();
+      if (item.kind == Item::kEnd) {
+        ShutLocked();
+        break;
+      }
+      lock.unlock();
+      const bool written =
+          WriteFrame(item.kind == Item::kRequest ? Answer(item.body) : std::move(item.body));
+      lock.lock();
+      if (!written) ShutLocked();  // the run stopped reading, or ended
+    }
+    if (stopped) ShutLocked();
+    working = false;
   }
 
   // Writes a frame by the run's deadline (a run that stops reading holds
@@ -111,66 +156,6 @@ struct ToolChannel::State {
     if (!a.ok) return refuse("tool", a.error);
     return {{"id", id}, {"ok", true}, {"value", std::move(a.value)}};
   }
-
-  // Ends the channel with one last frame saying why (id null: no call of
-  // the run's is answered by it).
-  void Close(const std::string& why, const char* log_why, int64_t bytes) {
-    WriteFrame({{"id", nullptr}, {"ok", false}, {"kind", "refused"}, {"error", why}});
-    if (metrics) metrics->RecordToolFrameRefused(log_why);
-    log::Warn("tool_channel", {{"why", log_why}, {"bytes", bytes}, {"frames", frames}});
-  }
-
-  void Serve() {
-    const int64_t max_frame = ToolChannel::MaxRequestBytes(limits);
-    const int64_t max_frames = ToolChannel::MaxFrames(limits);
-    const int64_t max_bytes = ToolChannel::MaxChannelBytes(limits);
-    for (;;) {
-      char head[ipc::kU32Bytes];
-      if (!ReadFull(head, sizeof head)) return;
-      const uint32_t n = ipc::LoadU32LE(head);
-      if (n > max_frame) {
-        return Close("a frame of " + std::to_string(n) + " bytes is more than the " +
-                         std::to_string(max_frame) +
-                         " a call's arguments may have; the channel is closed",
-                     "oversized frame", n);
-      }
-      // Every frame counts, lists and refused calls too: a run cannot keep
-      // the supervisor busy past these bounds.
-      if (++frames > max_frames || (bytes_read += n) > max_bytes) {
-        return Close("this run has sent " + std::to_string(frames) + " frames (" +
-                         std::to_string(bytes_read) + " bytes) on its tool channel, past the " +
-                         std::to_string(max_frames) + " frames and " + std::to_string(max_bytes) +
-                         " bytes one exec call may send (MCP_EXEC_MAX_TOOL_CALLS calls and " +
-                         std::to_string(ToolChannel::kExtraFrames) +
-                         " more for listing and refusals); the channel is closed",
-                     "channel budget spent", n);
-      }
-      std::string body(n, '\0');
-      if (!ReadFull(body.data(), n)) return;
-      bounded_json::Parsed parsed = bounded_json::Parse(body);
-      if (parsed.too_deep) {
-        // Answered under its id when it has one: the call fails, the
-        // channel stays.
-        const nlohmann::json id = bounded_json::TopLevelId(body);
-        if (id.is_number_integer()) {
-          if (metrics) metrics->RecordToolFrameRefused("too deep");
-          if (!WriteFrame({{"id", id},
-                           {"ok", false},
-                           {"kind", "refused"},
-                           {"error", "the arguments are " + parsed.error}})) {
-            return;
-          }
-          continue;
-        }
-      }
-      const nlohmann::json& req = parsed.value;
-      if (!parsed.ok() || !req.is_object() || !req.contains("id") ||
-          !req["id"].is_number_integer() || !req.contains("op") || !req["op"].is_string()) {
-        return Close("a frame that is not a call; the channel is closed", "malformed frame", n);
-      }
-      if (!WriteFrame(Answer(req))) return;
-    }
-  }
 };
 
 ToolChannel::ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
@@ -183,27 +168,114 @@ ToolChannel::ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
   state_->deadline = deadline;
   state_->limits = limits;
   state_->metrics = metrics;
-  // Not tied to this object: a call in flight when the run ends finishes by
-  // the deadline on its own, holding the state (and the gateway) alive
-  // until then; the pool's owner waits for it at shutdown.
-  const bool started = pool.Start([s = state_] {
-    s->Serve();
-    // However it ended, the run's end sees EOF: a call it still makes, or
-    // an answer it waits for, fails at once instead of hanging.
-    shutdown(s->fd.get(), SHUT_RDWR);
-  });
-  if (!started) {
-    log::Error("tool_channel_not_served", {{"why", "no thread"}});
-    shutdown(state_->fd.get(), SHUT_RDWR);
-  }
+  state_->pool = &pool;
 }
 
 ToolChannel::~ToolChannel() { Stop(); }
 
+int ToolChannel::fd() const { return state_->reading ? state_->fd.get() : -1; }
+
+void ToolChannel::OnReadable() {
+  char chunk[65536];
+  while (state_->reading) {
+    ssize_t n = recv(state_->fd.get(), chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      // The run closed its end (or the socket failed): what it sent before
+      // is still answered, then the channel ends.
+      state_->reading = false;
+      state_->Enqueue({State::Item::kEnd, nullptr});
+      return;
+    }
+    buf_.append(chunk, static_cast<size_t>(n));
+    TakeFrames();
+  }
+}
+
+void ToolChannel::TakeFrames() {
+  const ToolChannelLimits& limits = state_->limits;
+  const int64_t max_frame = MaxRequestBytes(limits);
+  const int64_t max_frames = MaxFrames(limits);
+  const int64_t max_bytes = MaxChannelBytes(limits);
+  while (state_->reading) {
+    if (body_len_ < 0) {
+      if (buf_.size() < ipc::kU32Bytes) return;
+      const uint32_t n = ipc::LoadU32LE(buf_.data());
+      buf_.erase(0, ipc::kU32Bytes);
+      if (n > max_frame) {
+        return Close("a frame of " + std::to_string(n) + " bytes is more than the " +
+                         std::to_string(max_frame) +
+                         " a call's arguments may have; the channel is closed",
+                     "oversized frame", n);
+      }
+      // Every frame counts, lists and refused calls too: a run cannot keep
+      // the supervisor busy past these bounds.
+      if (++frames_ > max_frames || (bytes_read_ += n) > max_bytes) {
+        return Close("this run has sent " + std::to_string(frames_) + " frames (" +
+                         std::to_string(bytes_read_) + " bytes) on its tool channel, past the " +
+                         std::to_string(max_frames) + " frames and " + std::to_string(max_bytes) +
+                         " bytes one exec call may send (MCP_EXEC_MAX_TOOL_CALLS calls and " +
+                         std::to_string(kExtraFrames) +
+                         " more for listing and refusals); the channel is closed",
+                     "channel budget spent", n);
+      }
+      body_len_ = n;
+    }
+    if (buf_.size() < static_cast<size_t>(body_len_)) return;
+    const std::string body = buf_.substr(0, static_cast<size_t>(body_len_));
+    buf_.erase(0, static_cast<size_t>(body_len_));
+    body_len_ = -1;
+    TakeFrame(body);
+  }
+}
+
+void ToolChannel::TakeFrame(const std::string& body) {
+  bounded_json::Parsed parsed = bounded_json::Parse(body);
+  if (parsed.too_deep) {
+    // Answered under its id when it has one: the call fails, the channel
+    // stays.
+    const nlohmann::json id = bounded_json::TopLevelId(body);
+    if (id.is_number_integer()) {
+      if (state_->metrics) state_->metrics->RecordToolFrameRefused("too deep");
+      state_->Enqueue({State::Item::kReply,
+                       {{"id", id},
+                        {"ok", false},
+                        {"kind", "refused"},
+                        {"error", "the arguments are " + parsed.error}}});
+      return;
+    }
+  }
+  nlohmann::json& req = parsed.value;
+  if (!parsed.ok() || !req.is_object() || !req.contains("id") || !req["id"].is_number_integer() ||
+      !req.contains("op") || !req["op"].is_string()) {
+    return Close("a frame that is not a call; the channel is closed", "malformed frame",
+                 static_cast<int64_t>(body.size()));
+  }
+  state_->Enqueue({State::Item::kRequest, std::move(req)});
+}
+
+// Ends the channel with one last frame saying why (id null: no call of the
+// run's is answered by it), after what the run sent before it.
+void ToolChannel::Close(const std::string& why, const char* log_why, int64_t bytes) {
+  state_->reading = false;
+  if (state_->metrics) state_->metrics->RecordToolFrameRefused(log_why);
+  log::Warn("tool_channel", {{"why", log_why}, {"bytes", bytes}, {"frames", frames_}});
+  state_->Enqueue(
+      {State::Item::kReply, {{"id", nullptr}, {"ok", false}, {"kind", "refused"}, {"error", why}}});
+  state_->Enqueue({State::Item::kEnd, nullptr});
+}
+
 void ToolChannel::Stop() {
-  if (state_->stopped.exchange(true)) return;
+  state_->reading = false;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->stopped) return;
+  state_->stopped = true;
+  state_->queue.clear();
   uint64_t one = 1;
-  (void)!write(state_->stop.get(), &one, sizeof one);
+  (void)!write(state_->stop.get(), &one, sizeof one);  // a write waiting gives up
+  // An answering thread shuts the socket once its call is done.
+  if (!state_->working) state_->ShutLocked();
 }
 
 int64_t ToolChannel::calls() const { return state_->calls.load(); }

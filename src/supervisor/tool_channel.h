@@ -1,6 +1,10 @@
 // A run's way to other MCP servers' tools (code mode): one end of a socket
-// pair the supervisor made for this run or cell, the other end served here
-// on a thread of the server's call pool. The frames: ipc/tool_frames.h.
+// pair the supervisor made for this run or cell. The run's I/O loop polls
+// fd() with its pipes and calls OnReadable when the run wrote; the frames
+// are taken apart there, and each call is answered on a thread of the
+// server's call pool, one at a time and in the order the run sent them (a
+// channel holds a thread only while a call of its own is being answered).
+// The frames: ipc/tool_frames.h.
 // A frame that is not JSON of that shape, or longer than the bound, ends the
 // channel (the run's further calls fail): a hostile run harms only itself.
 // A frame nested deeper than bounded_json's bound is refused under its id
@@ -15,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "base/call_pool.h"
 #include "base/metrics.h"
@@ -30,9 +35,10 @@ struct ToolChannelLimits {
 
 class ToolChannel {
  public:
-  // Serves fd (the supervisor's end) on a thread of `pool` until Stop() or
-  // the run closes its end. With no thread to be had (the process limit)
-  // the channel is closed at once: the run's calls fail, the run goes on.
+  // Serves fd (the supervisor's end) until Stop() or the run closes its
+  // end; the calls are answered on threads of `pool`. With no thread to be
+  // had (the process limit) the channel is closed: the run's calls fail, the
+  // run goes on.
   ToolChannel(std::shared_ptr<ToolGateway> gateway, UniqueFd fd,
               std::chrono::steady_clock::time_point deadline, ToolChannelLimits limits,
               Metrics* metrics, CallPool& pool);
@@ -40,8 +46,15 @@ class ToolChannel {
   ToolChannel(const ToolChannel&) = delete;
   ToolChannel& operator=(const ToolChannel&) = delete;
 
-  // The run has ended: no more frames are read. A call still in flight
-  // finishes on its own (by the run's deadline) without holding the result.
+  // What the run's loop polls for POLLIN: the channel's descriptor while it
+  // reads frames, -1 once it reads no more (ended, stopped).
+  int fd() const;
+  // The descriptor was readable (or hung up): reads what the run wrote and
+  // hands each whole frame on. Never blocks. The run's loop thread only.
+  void OnReadable();
+  // The run has ended: no more frames are read, none queued is answered. A
+  // call still in flight finishes on its own (by the run's deadline) without
+  // holding the result. The run's loop thread only.
   void Stop();
   // Calls the run made (each one past the first max_calls is refused and not
   // counted).
@@ -58,7 +71,15 @@ class ToolChannel {
 
  private:
   struct State;
+  void TakeFrames();
+  void TakeFrame(const std::string& body);
+  void Close(const std::string& why, const char* log_why, int64_t bytes);
   std::shared_ptr<State> state_;
+  // The loop thread's: the bytes of a frame not yet whole, the length of
+  // the frame whose body is awaited (-1: a head is), what was counted.
+  std::string buf_;
+  int64_t body_len_ = -1;
+  int64_t frames_ = 0, bytes_read_ = 0;
 };
 
 }  // namespace mcpexec

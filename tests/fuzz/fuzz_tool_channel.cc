@@ -1,17 +1,20 @@
 // A run -> the supervisor, code mode: the input is what a run writes on its
 // tool channel (little-endian u32 lengths, then JSON frames), read by the
-// real ToolChannel on its own thread from a socket pair. Its gateway is a
+// real ToolChannel from a socket pair, with a thread playing the run's I/O
+// loop (polls the channel's descriptor, calls OnReadable). Its gateway is a
 // stand-in with one tool whose input schema has a "pattern" and a
 // "format": "date-time", checked by the real upstream::ArgumentSchema (RE2
 // and the RFC 3339 scanner), and a small budget (4 calls, 68 frames).
 // Checked: every answer is a frame of at most the result bound, holding a
-// JSON object with "id" and "ok"; the channel's thread ends once the input
-// ends (or the harness stops it); nothing crashes, recurses past the stack
-// or leaks. Seeds: calls, lists, deep nesting under an id, huge lengths.
+// JSON object with "id" and "ok"; the channel ends once the input ends
+// (or the harness stops it), and no thread of its outlives it; nothing crashes, recurses past the
+// stack or leaks. Seeds: calls, lists, deep nesting under an id, huge lengths.
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -100,6 +103,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto channel = std::make_unique<mcpexec::ToolChannel>(
       std::make_shared<Gateway>(), mcpexec::UniqueFd(pair[0]),
       std::chrono::steady_clock::now() + std::chrono::seconds(10), limits, &metrics, pool);
+  // The run's I/O loop, as Executor::PumpUntilEnded runs it.
+  mcpexec::UniqueFd loop_stop(eventfd(0, EFD_CLOEXEC));
+  std::thread loop([&] {
+    for (;;) {
+      pollfd p[2] = {{channel->fd(), POLLIN, 0}, {loop_stop.get(), POLLIN, 0}};
+      if (poll(p, 2, -1) < 0 && errno != EINTR) return;
+      if (p[1].revents) return;
+      if (p[0].revents) channel->OnReadable();
+    }
+  });
   // The run writes everything, then closes its writing side.
   std::thread writer([&] {
     size_t done = 0;
@@ -124,6 +137,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     got.append(buf, static_cast<size_t>(n));
   }
   writer.join();
+  uint64_t one = 1;
+  if (write(loop_stop.get(), &one, sizeof one) != sizeof one) Fail("eventfd");
+  loop.join();
   channel->Stop();
   channel.reset();
   if (!pool.WaitIdle(std::chrono::seconds(15))) Fail("a thread outlived it");

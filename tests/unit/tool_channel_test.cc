@@ -1,11 +1,14 @@
 // A run's tool channel against a scripted gateway: the run's end of the
-// socket pair is the test's, so what a run may send (frames of any shape,
-// size and count, split or at once) and what it gets back are checked
-// without a zygote, a run or an upstream.
+// socket pair is the test's, and a thread of the test's plays the run's I/O
+// loop (polls the channel's descriptor, calls OnReadable, as
+// Executor::PumpUntilEnded does), so what a run may send (frames of any
+// shape, size and count, split or at once) and what it gets back are
+// checked without a zygote, a run or an upstream.
 #include "supervisor/tool_channel.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,9 +74,9 @@ class ScriptedGateway : public ToolGateway {
     std::lock_guard<std::mutex> lock(mu_);
     fail_ = true;
   }
-  bool WaitEntered(int n) {
+  bool WaitEntered(int n, Clock::duration within = 10s) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return entered_ >= n; });
+    return cv_.wait_for(lock, within, [&] { return entered_ >= n; });
   }
   std::vector<Seen> seen() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -105,6 +108,7 @@ class ToolChannelTest : public ::testing::Test {
     metrics_.DeclareUpstreams({"fs"});  // code mode's counters show
   }
   void TearDown() override {
+    StopLoop();
     channel_.reset();
     gateway_->Release();
     run_.Reset();
@@ -112,10 +116,28 @@ class ToolChannelTest : public ::testing::Test {
   }
 
   ToolChannel& Start(ToolChannelLimits limits = {}, Clock::duration timeout = 30s) {
+    StopLoop();
+    channel_.reset();
     deadline_ = Clock::now() + timeout;
     channel_ = std::make_unique<ToolChannel>(gateway_, std::move(server_end_), deadline_, limits,
                                              &metrics_, pool_);
+    loop_stop_.Reset(eventfd(0, EFD_CLOEXEC));
+    loop_ = std::thread([this] {
+      for (;;) {
+        pollfd p[2] = {{channel_->fd(), POLLIN, 0}, {loop_stop_.get(), POLLIN, 0}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR) return;
+        if (p[1].revents) return;
+        if (p[0].revents) channel_->OnReadable();
+      }
+    });
     return *channel_;
+  }
+  // The run's loop ends (as it does before the executor stops the channel).
+  void StopLoop() {
+    if (!loop_.joinable()) return;
+    uint64_t one = 1;
+    ASSERT_EQ(write(loop_stop_.get(), &one, sizeof one), 8);
+    loop_.join();
   }
 
   void SendRaw(const std::string& bytes) {
@@ -166,6 +188,8 @@ class ToolChannelTest : public ::testing::Test {
   Clock::time_point deadline_;
   CallPool pool_;  // joined before what its threads point at goes
   std::unique_ptr<ToolChannel> channel_;
+  UniqueFd loop_stop_;
+  std::thread loop_;
 };
 
 TEST_F(ToolChannelTest, AListIsAnsweredWithTheCatalog) {
@@ -369,17 +393,52 @@ TEST_F(ToolChannelTest, EveryFrameCountsAgainstTheChannelsBudget) {
   EXPECT_NE(Scrape().find("why=\"channel budget spent\"} 1"), std::string::npos);
 }
 
+TEST_F(ToolChannelTest, AnIdleChannelHoldsNoThread) {
+  Start();
+  EXPECT_TRUE(pool_.WaitIdle(10s)) << "a channel with no call to answer holds no thread";
+  Send({{"id", 1}, {"op", "call"}, {"server", "fs"}, {"tool", "read"}});
+  ASSERT_TRUE(Next());
+  EXPECT_TRUE(pool_.WaitIdle(10s)) << "the thread that answered went back to the pool";
+  EXPECT_NE(channel_->fd(), -1) << "the channel still reads";
+}
+
+TEST_F(ToolChannelTest, CallsSentAtOnceAreAnsweredOneAtATimeInOrder) {
+  gateway_->Hold();
+  Start();
+  std::string three;
+  for (int id = 1; id <= 3; ++id) {
+    three += Frame(json{
+        {"id", id}, {"op", "call"}, {"server", "fs"}, {"tool", "read"}, {"arguments", {{"n", id}}}}
+                       .dump());
+  }
+  SendRaw(three);
+  ASSERT_TRUE(gateway_->WaitEntered(1));
+  EXPECT_FALSE(gateway_->WaitEntered(2, 200ms))
+      << "a second call reached the gateway before the first ended";
+  gateway_->Release();
+  for (int id = 1; id <= 3; ++id) {
+    auto a = Next();
+    ASSERT_TRUE(a);
+    EXPECT_EQ((*a)["id"], id);
+    EXPECT_EQ((*a)["value"]["echo"]["n"], id);
+  }
+}
+
 TEST_F(ToolChannelTest, StopEndsAnIdleChannelAndTheRunReadsEof) {
   Start();
+  StopLoop();
   channel_->Stop();
   EXPECT_TRUE(SeesEof());
   EXPECT_TRUE(pool_.WaitIdle(10s));
   channel_->Stop();  // a second Stop is harmless
 }
 
-TEST_F(ToolChannelTest, ARunThatClosesItsEndEndsTheChannelsThread) {
+TEST_F(ToolChannelTest, ARunThatClosesItsEndEndsTheChannel) {
   Start();
   run_.Reset();
+  const auto until = Clock::now() + 10s;
+  while (channel_->fd() != -1 && Clock::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(channel_->fd(), -1) << "the loop still polls a channel whose run closed its end";
   EXPECT_TRUE(pool_.WaitIdle(10s));
 }
 
@@ -389,6 +448,7 @@ TEST_F(ToolChannelTest, ACallInFlightOutlivesTheChannelAndEndsWhenTheGatewayAnsw
   Send({{"id", 1}, {"op", "call"}, {"server", "fs"}, {"tool", "read"}});
   ASSERT_TRUE(gateway_->WaitEntered(1));
   // The run ended: the channel goes at once, the call is still the gateway's.
+  StopLoop();
   const auto before = Clock::now();
   channel_.reset();
   EXPECT_LT(Clock::now() - before, 1s) << "ending a channel never waits for a call";
