@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -45,11 +46,13 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
   CallPool* pool = nullptr;
   std::atomic<int64_t> calls{0};
   std::atomic<bool> reading{true};  // fd() gives the descriptor while true
+  static constexpr std::chrono::milliseconds kLinger{20};
   std::mutex mu;
-  std::deque<Item> queue;  // under mu
-  bool working = false;    // a pool thread is answering (under mu)
-  bool stopped = false;    // the run ended (under mu)
-  bool shut = false;       // the socket is shut both ways (under mu)
+  std::condition_variable more;  // an item queued for a lingering thread, or the stop
+  std::deque<Item> queue;        // under mu
+  bool working = false;          // a pool thread is answering (under mu)
+  bool stopped = false;          // the run ended (under mu)
+  bool shut = false;             // the socket is shut both ways (under mu)
 
   // However the channel ends, the run's end sees EOF: a call it still
   // makes, or an answer it waits for, fails at once instead of hanging.
@@ -67,7 +70,10 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
       std::lock_guard<std::mutex> lock(mu);
       if (stopped || shut) return;
       queue.push_back(std::move(item));
-      if (working) return;  // the thread answering takes it next
+      if (working) {
+        more.notify_one();  // the thread answering takes it next
+        return;
+      }
       working = true;
     }
     // Not tied to the ToolChannel: a call in flight when the run ends
@@ -80,10 +86,16 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
     ShutLocked();
   }
 
-  // A pool thread: answers what is queued, in order, until nothing is.
+  // A pool thread: answers what is queued, in order, until nothing is and
+  // nothing more came for kLinger (a run calling tools in a loop keeps its
+  // thread from one call to the next; a run that computes holds none).
   void Work() {
     std::unique_lock<std::mutex> lock(mu);
-    while (!queue.empty() && !stopped) {
+    while (!shut) {
+      if (queue.empty() && !stopped) {
+        more.wait_for(lock, kLinger, [&] { return !queue.empty() || stopped; });
+      }
+      if (queue.empty() || stopped) break;
       Item item = std::move(queue.front());
       queue.pop_front();
       if (item.kind == Item::kEnd) {
@@ -272,6 +284,7 @@ void ToolChannel::Stop() {
   if (state_->stopped) return;
   state_->stopped = true;
   state_->queue.clear();
+  state_->more.notify_all();  // a lingering thread goes now
   uint64_t one = 1;
   (void)!write(state_->stop.get(), &one, sizeof one);  // a write waiting gives up
   // An answering thread shuts the socket once its call is done.

@@ -3,7 +3,8 @@
 // fd() with its pipes and calls OnReadable when the run wrote; the frames
 // are taken apart there, and each call is answered on a thread of the
 // server's call pool, one at a time and in the order the run sent them (a
-// channel holds a thread only while a call of its own is being answered).
+// channel holds a thread only while it answers, and for a few milliseconds
+// after, in case the run's next call follows at once).
 // The frames: ipc/tool_frames.h.
 // A frame that is not JSON of that shape, or longer than the bound, ends the
 // channel (the run's further calls fail): a hostile run harms only itself.
