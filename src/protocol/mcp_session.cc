@@ -1,5 +1,8 @@
 #include "protocol/mcp_session.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <thread>
 
@@ -414,8 +417,23 @@ void McpSession::AnswerCall(const jsonrpc::RequestId& id, const std::shared_ptr<
   }
   std::lock_guard<std::mutex> lock(mu_);
   ForgetCallLocked(id, token);
+  CallEndedLocked();
+}
+
+void McpSession::CallEndedLocked() {
   --in_flight_;
   idle_cv_.notify_all();
+  if (in_flight_ == 0 && idle_fd_) {
+    uint64_t one = 1;
+    (void)!write(idle_fd_.get(), &one, sizeof one);
+  }
+  server_.changes().Notify();
+}
+
+int McpSession::IdleFd() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!idle_fd_) idle_fd_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  return idle_fd_.get();
 }
 
 void McpSession::ForgetCallLocked(const jsonrpc::RequestId& id,
@@ -507,8 +525,7 @@ void McpSession::StartTaskableCall(const jsonrpc::RequestId& id,
             result["resultType"] = "task";
             send_(jsonrpc::Result(id, result));
             std::lock_guard<std::mutex> l(mu_);
-            --in_flight_;
-            idle_cv_.notify_all();
+            CallEndedLocked();
             return;
           }
         }

@@ -26,6 +26,7 @@
 
 #include "base/call_pool.h"
 #include "base/cancel.h"
+#include "base/unique_fd.h"
 #include "protocol/eras.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/server.h"
@@ -160,6 +161,9 @@ class McpSession {
   // and reason "shutdown", or a tool error if it had not started.
   void CancelAll(CancelReason why = CancelReason::kClient);
   bool WaitIdle(std::chrono::milliseconds timeout);
+  // An eventfd that becomes readable each time the session's last call in
+  // flight ends (made on first use), for a wait that polls other fds too.
+  int IdleFd();
   // Ends every open subscriptions/listen with its closing result (the
   // server is going away).
   void EndListens();
@@ -236,6 +240,10 @@ class McpSession {
   // stays reachable for cancellation.
   std::multimap<jsonrpc::RequestId, std::shared_ptr<CancelToken>> calls_;
   int64_t in_flight_ = 0;
+  UniqueFd idle_fd_;  // IdleFd's, once asked for (under mu_)
+  // A call left in_flight_: wakes WaitIdle, IdleFd and the server's
+  // changes.
+  void CallEndedLocked();
   // Open subscriptions/listen requests: acknowledged, never notified (this
   // server's lists do not change), answered at the end.
   std::set<jsonrpc::RequestId> listens_;

@@ -13,6 +13,7 @@
 #include <shared_mutex>
 #include <string>
 
+#include "base/changes.h"
 #include "protocol/tasks.h"
 #include "resources/resource.h"
 
@@ -24,7 +25,7 @@ class Server {
  public:
   // tasks: the store's options (max_tasks 0: calls are always answered in
   // place, and the extension is not offered).
-  Server(ToolBackend& tool, TaskOptions tasks) : tool_(tool), tasks_(tasks) {}
+  Server(ToolBackend& tool, TaskOptions tasks) : tool_(tool), tasks_(tasks, &changes_) {}
   // No tasks and no resources (unit tests, the fuzz targets).
   explicit Server(ToolBackend& tool) : Server(tool, NoTasks()) {}
   Server(const Server&) = delete;
@@ -32,6 +33,9 @@ class Server {
 
   ToolBackend& tool() const { return tool_; }
   TaskStore& tasks() { return tasks_; }
+  // Notified when a call of any session ends, a task's run ends, or a
+  // transport's stream flushed or closed: what a drain waits on.
+  Changes& changes() { return changes_; }
   bool TasksEnabled() const { return tasks_.enabled(); }
 
   // Where resources are read from, once the request path that makes them
@@ -49,6 +53,7 @@ class Server {
   }
 
   ToolBackend& tool_;
+  Changes changes_;  // before tasks_, which notifies it
   TaskStore tasks_;
   std::shared_mutex resources_mu_;
   std::shared_ptr<ResourceReader> resources_;

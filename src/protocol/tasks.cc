@@ -88,6 +88,7 @@ void TaskStore::Finish(const std::string& id, json result) {
   log::Info("task_ended", {{"status", t.status}, {"seconds", Ms(*t.ended - t.created) / 1000.0}});
   // Under the lock: Shutdown's wait may end the store as soon as it wakes.
   cv_.notify_all();
+  if (changes_) changes_->Notify();
 }
 
 void TaskStore::SetSpill(std::shared_ptr<TaskResultSpill> spill) {

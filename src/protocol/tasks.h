@@ -26,6 +26,7 @@
 #include <string>
 
 #include "base/cancel.h"
+#include "base/changes.h"
 
 namespace mcpexec {
 
@@ -62,7 +63,9 @@ class TaskStore {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit TaskStore(TaskOptions options) : options_(options) {}
+  // changes, when given, is notified each time a task's run ends.
+  explicit TaskStore(TaskOptions options, Changes* changes = nullptr)
+      : options_(options), changes_(changes) {}
   ~TaskStore() { Shutdown(std::chrono::seconds(30)); }
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
@@ -125,6 +128,7 @@ class TaskStore {
   void ExpireLocked(Clock::time_point now);
 
   const TaskOptions options_;
+  Changes* const changes_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Task> tasks_;

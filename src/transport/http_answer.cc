@@ -48,7 +48,9 @@ void HttpTransport::AnswerAsStream(http::Exchange& ex, const std::shared_ptr<Htt
     }
     if (listen) streams_--;
     post_streams_--;
+    Changed();
   };
+  options.on_flushed = [this] { Changed(); };
   auto stream = ex.OpenStream(std::move(head), std::move(options));
   std::lock_guard<std::mutex> lock(waiter->mu);
   // Closed already (the client read the head and left while this thread
@@ -75,6 +77,7 @@ void HttpTransport::AnswerWhenDone(const std::shared_ptr<http::Exchange>& exchan
   auto end = [this, session, waiter, id] {
     session->Forget(id, waiter);
     post_streams_--;
+    Changed();
   };
   exchange->Await([session, waiter, id, end] {
     {

@@ -168,7 +168,11 @@ class StreamImpl final : public Stream, public std::enable_shared_from_this<Stre
 
   // From the connection: n bytes of earlier Writes reached the socket (or
   // were dropped).
-  void Sent(size_t n) { unflushed_ -= static_cast<int64_t>(n); }
+  void Sent(size_t n) {
+    if ((unflushed_ -= static_cast<int64_t>(n)) <= 0 && options_.on_flushed) {
+      options_.on_flushed();
+    }
+  }
   void Closed(bool completed) {
     open_ = false;
     if (closed_.exchange(true) || !options_.on_close) return;

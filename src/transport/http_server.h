@@ -110,6 +110,9 @@ struct StreamOptions {
   // Called once, from a worker thread: completed is true when End() was
   // written out, false when the connection went first.
   std::function<void(bool completed)> on_close;
+  // Called from an I/O thread each time everything written so far has
+  // reached the socket (or was dropped); cheap and non-blocking.
+  std::function<void()> on_flushed;
 };
 
 // One request's way back. Exactly one of Reply or OpenStream; a handler

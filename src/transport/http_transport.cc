@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 
 #include "base/bounded_json.h"
 #include "base/log.h"
@@ -504,7 +503,9 @@ void HttpTransport::StreamableGet(const http::Request& req, http::Exchange& ex) 
     session->Detached();
     session->streams--;
     streams_--;
+    Changed();
   };
+  options.on_flushed = [this] { Changed(); };
   session->Attach(ex.OpenStream(std::move(head), std::move(options)));
 }
 
@@ -546,7 +547,9 @@ void HttpTransport::LegacyGet(const http::Request& req, http::Exchange& ex) {
     if (sessions_.Remove(id)) {
       log::Info("session_closed", {{"transport", "sse"}, {"why", "stream ended"}});
     }
+    Changed();
   };
+  options.on_flushed = [this] { Changed(); };
   session->Attach(ex.OpenStream(std::move(head), std::move(options)));
 }
 
@@ -601,12 +604,17 @@ void HttpTransport::Drain() {
       if (s->mcp().in_flight() == 0 && s->Quiet()) s->EndStreams();
     }
   };
+  // Woken by what moves the answers along (Server::changes: a call's or a
+  // task's end, a stream's flush or close), never by a clock but the
+  // deadline's.
+  Changes& changes = mcp_server_.changes();
   auto wait = [&](Clock::time_point until, const std::function<bool()>& done) {
-    while (!done() && Clock::now() < until) {
+    for (;;) {
+      const uint64_t seen = changes.Seen();
       end_quiet_streams();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (done()) return true;
+      if (!changes.WaitPast(seen, until)) return done();
     }
-    return done();
   };
   wait(Clock::now() + std::chrono::seconds(config_.shutdown_grace_s), [&] { return !running(); });
   // Every call still running ends now and is answered: its output so far

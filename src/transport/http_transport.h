@@ -91,6 +91,8 @@ class HttpTransport final : public http::Handler {
   void LegacyGet(const http::Request& req, http::Exchange& ex);
   void LegacyPost(const http::Request& req, http::Exchange& ex);
   bool ReserveStream();
+  // Something a drain waits on moved (a stream flushed or closed).
+  void Changed() { mcp_server_.changes().Notify(); }
   // Shutdown: the calls past the grace period are ended and answered.
   void Drain();
   void FlushRefusalLog(std::chrono::steady_clock::time_point now);

@@ -4,7 +4,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <mutex>
 
 #include "base/log.h"
@@ -47,17 +50,33 @@ void DrainAfterEof(McpSession& session, const Config& config, int out_fd, int si
             {{"in_flight", session.in_flight()}, {"grace_s", config.shutdown_grace_s}});
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(config.shutdown_grace_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (session.WaitIdle(std::chrono::milliseconds(100))) return;
-    pollfd p[2] = {{out_fd, 0, 0}, {signal_fd, POLLIN, 0}};
-    if (poll(p, signal_fd >= 0 ? 2 : 1, 0) > 0 &&
-        ((p[0].revents & (POLLERR | POLLHUP)) || (p[1].revents & POLLIN))) {
+  // One wait on the three things that end it: the last call's end (the
+  // session's idle eventfd), stdout's reader gone, a signal.
+  const int idle_fd = session.IdleFd();
+  while (session.in_flight() > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      log::Info("stdio_drain_cut", {{"why", "grace"}, {"grace_s", config.shutdown_grace_s}});
+      return;
+    }
+    pollfd p[3] = {{idle_fd, POLLIN, 0}, {out_fd, 0, 0}, {signal_fd, POLLIN, 0}};
+    if (poll(p, signal_fd >= 0 ? 3 : 2,
+             static_cast<int>(std::min<int64_t>(left.count(), 1 << 30))) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (p[0].revents & POLLIN) {
+      uint64_t n;
+      (void)!read(idle_fd, &n, sizeof n);
+      continue;  // the loop's test says whether a call is still in flight
+    }
+    if ((p[1].revents & (POLLERR | POLLHUP)) || (p[2].revents & POLLIN)) {
       log::Info("stdio_drain_cut",
-                {{"why", (p[0].revents & (POLLERR | POLLHUP)) ? "stdout closed" : "signal"}});
+                {{"why", (p[1].revents & (POLLERR | POLLHUP)) ? "stdout closed" : "signal"}});
       return;
     }
   }
-  log::Info("stdio_drain_cut", {{"why", "grace"}, {"grace_s", config.shutdown_grace_s}});
 }
 
 }  // namespace

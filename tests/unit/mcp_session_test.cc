@@ -1,6 +1,7 @@
 #include "protocol/mcp_session.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -236,6 +237,26 @@ TEST_F(SessionTest, CancelledCallGetsNoResponse) {
                    {"params", {{"requestId", 8}, {"reason", "user"}}}});
   ASSERT_TRUE(session_.WaitIdle(std::chrono::seconds(5)));
   for (auto& m : sent_) EXPECT_NE(m.value("id", json()), json(8));
+}
+
+// The stdio drain's wait: the session's idle eventfd becomes readable when
+// its last call in flight ends, and not before.
+TEST_F(SessionTest, TheIdleFdIsReadableOnceTheLastCallEnds) {
+  Initialize();
+  const int idle = session_.IdleFd();
+  ASSERT_GE(idle, 0);
+  EXPECT_EQ(session_.IdleFd(), idle) << "one eventfd per session";
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"id", 8},
+                   {"method", "tools/call"},
+                   {"params", {{"name", "exec"}, {"arguments", {{"code", "block"}}}}}});
+  pollfd p{idle, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 50), 0) << "readable with a call in flight";
+  session_.Handle({{"jsonrpc", "2.0"},
+                   {"method", "notifications/cancelled"},
+                   {"params", {{"requestId", 8}, {"reason", "user"}}}});
+  EXPECT_EQ(poll(&p, 1, 5000), 1) << "the call's end did not wake the idle fd";
+  EXPECT_EQ(session_.in_flight(), 0);
 }
 
 // A client that (wrongly) reuses the id of a call still in flight: both calls
