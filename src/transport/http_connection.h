@@ -145,6 +145,7 @@ struct Server::Impl {
   std::map<std::string, size_t> unproven_per_client;
   std::deque<Waiting> unproven;
   std::atomic<int> refusing{0};  // connections being told 429 or 503
+  std::condition_variable gone;  // a connection ended (Unregister), under mu
   std::atomic<bool> stopped{false};
   WorkerPool workers;
   // Declared after what a connection's destructor touches: handlers still

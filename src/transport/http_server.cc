@@ -201,15 +201,20 @@ void Server::Impl::OnAccepted(tcp::socket socket) {
 }
 
 void Server::Impl::Unregister(Connection* c, const std::string& client, bool counted) {
-  if (!counted) {
-    --refusing;
-    return;
+  {
+    // Under the lock even for a refused one: Stop waits on `gone` for both
+    // counts.
+    std::lock_guard<std::mutex> lock(mu);
+    if (!counted) {
+      --refusing;
+    } else {
+      conns.erase(c);
+      auto it = per_client.find(client);
+      if (it != per_client.end() && --it->second == 0) per_client.erase(it);
+      if (!c->proven_.exchange(true)) ForgetUnprovenLocked(c);
+    }
   }
-  std::lock_guard<std::mutex> lock(mu);
-  conns.erase(c);
-  auto it = per_client.find(client);
-  if (it != per_client.end() && --it->second == 0) per_client.erase(it);
-  if (!c->proven_.exchange(true)) ForgetUnprovenLocked(c);
+  gone.notify_all();
 }
 
 void Server::Impl::Proven(Connection* c, const std::string& /*client*/) {
@@ -300,9 +305,10 @@ void Server::Stop() {
   for (auto& c : all) c->Shutdown();
   all.clear();
   s.work.reset();
-  auto until = Clock::now() + std::chrono::seconds(2);
-  while ((connections() > 0 || s.refusing > 0) && Clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.gone.wait_for(lock, std::chrono::seconds(2),
+                    [&] { return s.conns.empty() && s.refusing == 0; });
   }
   s.ioc.stop();
   for (auto& t : s.io_threads) t.join();
