@@ -94,8 +94,16 @@ bool ResourceStore::Writer::Write(const char* data, size_t n) {
   // The filesystem's free space, read at the first write and once a MiB.
   if (checked_free_at_ < 0 || size_ + add - checked_free_at_ >= (int64_t{1} << 20)) {
     checked_free_at_ = size_ + add;
-    if (std::string why = store_->FilesystemRoom(std::max<int64_t>(add, int64_t{1} << 20));
-        !why.empty()) {
+    const int64_t want = std::max<int64_t>(add, int64_t{1} << 20);
+    std::string why = store_->FilesystemRoom(want);
+    if (!why.empty() && !reclaimed_ && store_->reclaim_) {
+      // The room may be an ended run's folder still being removed: wait
+      // for that once, then look again.
+      reclaimed_ = true;
+      store_->reclaim_();
+      why = store_->FilesystemRoom(want);
+    }
+    if (!why.empty()) {
       Fail(why);
       return false;
     }

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -67,8 +68,15 @@ class ResourceStore {
     int64_t limit_;
     int64_t size_ = 0;
     bool failed_ = false;
+    bool reclaimed_ = false;  // the store's reclaim was tried for this one
     bool committed_ = false;
   };
+  // Called, at most once per resource being written, when the filesystem
+  // is short of room: it waits (bounded) for space already on its way back
+  // (the executor's removal of ended runs' folders), and the room is read
+  // again. Set once, before the first Begin.
+  void SetReclaim(std::function<void()> reclaim) { reclaim_ = std::move(reclaim); }
+
   // A new resource of at most `limit` bytes; null when its file cannot be
   // made.
   std::unique_ptr<Writer> Begin(int64_t limit);
@@ -112,6 +120,7 @@ class ResourceStore {
   const int64_t max_bytes_;
   const std::chrono::seconds ttl_;
   const int64_t keep_free_;
+  std::function<void()> reclaim_;
   mutable std::mutex mu_;
   int64_t used_ = 0;
   std::map<std::string, Entry> entries_;  // by id

@@ -122,6 +122,7 @@ bool Executor::Init(bool shared_dev_shm, std::string* error) {
                                        std::chrono::seconds(config_.resource_ttl_s),
                                        config_.resource_store_keep_free_mb << 20, error);
     if (!resources_) return false;
+    resources_->SetReclaim([this] { WaitCleanups(std::chrono::seconds(2)); });
   }
   cleaner_ = std::thread([this] { CleanerLoop(); });
   return true;
@@ -134,6 +135,7 @@ void Executor::CleanerLoop() {
     if (cleanups_.empty()) return;
     Cleanup c = std::move(cleanups_.front());
     cleanups_.pop_front();
+    cleaning_ = true;
     lock.unlock();
     {
       // A run's end was confirmed before its answer (or the run was lost,
@@ -154,7 +156,14 @@ void Executor::CleanerLoop() {
     if (shared_dev_shm_) PurgeDevShm();
     c.slot->CloseWake();
     lock.lock();
+    cleaning_ = false;
+    cleaned_cv_.notify_all();
   }
+}
+
+void Executor::WaitCleanups(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cleaned_cv_.wait_for(lock, timeout, [&] { return cleanups_.empty() && !cleaning_; });
 }
 
 // Without a mount namespace, /dev/shm is the one place runs share that

@@ -153,6 +153,9 @@ class Executor {
   };
   void QueueCleanup(Cleanup c);
   void CleanerLoop();
+  // Waits until every queued cleanup is done, at most `timeout` (the
+  // resource store's reclaim: an ended run's folder gives its room back).
+  void WaitCleanups(std::chrono::milliseconds timeout);
   void PurgeDevShm();
 
   const Config& config_;
@@ -169,6 +172,8 @@ class Executor {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Cleanup> cleanups_;
+  bool cleaning_ = false;  // the cleaner is removing one (under mu_)
+  std::condition_variable cleaned_cv_;
   bool stopping_ = false;
   std::thread cleaner_;
   std::shared_ptr<ToolGateway> tools_;

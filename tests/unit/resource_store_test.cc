@@ -108,6 +108,32 @@ TEST_F(ResourceStoreTest, AWriterPastItsLimitFailsAndGivesItsBytesBack) {
   EXPECT_EQ(s->used_bytes(), 0);
 }
 
+// A filesystem short of room: the store asks its reclaim (the executor's
+// removal of ended runs' folders) once per resource, then reads the room
+// again; what is still short fails saying so, and a room the reclaim gave
+// back is written into.
+TEST_F(ResourceStoreTest, AShortFilesystemIsReclaimedOnceThenRefusedSayingWhy) {
+  std::string error;
+  // Keeping an exabyte free: never room, however much the reclaim frees.
+  auto never =
+      ResourceStore::Create(root_, 1 << 20, std::chrono::seconds(60), int64_t{1} << 60, &error);
+  ASSERT_TRUE(never) << error;
+  int reclaims = 0;
+  never->SetReclaim([&] { ++reclaims; });
+  auto w = never->Begin(100);
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->Write("abc", 3));
+  EXPECT_EQ(reclaims, 1);
+  EXPECT_NE(w->why().find("the store leaves"), std::string::npos) << w->why();
+  EXPECT_FALSE(w->Write("abc", 3));
+  EXPECT_EQ(reclaims, 1) << "once per resource";
+  // Nothing kept free: the reclaim is never needed.
+  auto roomy = Make(1 << 20);
+  roomy->SetReclaim([&] { ++reclaims; });
+  EXPECT_FALSE(Put(*roomy, "a.txt", 10).empty());
+  EXPECT_EQ(reclaims, 1);
+}
+
 TEST_F(ResourceStoreTest, NothingIsServedPastItsTtlAndTheFolderGoesWithTheStore) {
   auto s = Make(1000, /*ttl_s=*/1);
   std::string a = Put(*s, "a", 10);
