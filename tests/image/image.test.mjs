@@ -282,9 +282,26 @@ describe(`the image ${IMAGE} (${SUITE}, ${PROFILE} seccomp profile): podman stop
     const name = containerName('stop');
     const conn = await connectMcpExec({ command: 'podman', args: stdioArgs(name), timeoutMs: 120_000 });
     try {
-      const exited = exitOf(conn.transport, 60_000);
-      const pending = call(conn.client, { code: 'import time\nprint("started", flush=True)\ntime.sleep(20)' });
-      await new Promise((r) => setTimeout(r, 1500));
+      const exited = exitOf(conn.transport, 120_000);
+      // The warm-up first: a call sent before it ends waits for it, and a
+      // stop then answers "the server stopped before the code ran" (right,
+      // but not what this test is about). Then the stop comes once the run
+      // is seen running (its progress carries its output so far), not after
+      // a fixed wait a slow day outlasts.
+      ok(await call(conn.client, { code: 'print(1)' }));
+      let seenRunning;
+      const running = new Promise((resolve) => (seenRunning = resolve));
+      const pending = conn.client.callTool(
+        { name: 'exec', arguments: { code: 'import time\nprint("started", flush=True)\ntime.sleep(20)' } },
+        undefined,
+        {
+          timeout: 120_000,
+          onprogress: (p) => {
+            if (/started/.test(p.message ?? '')) seenRunning();
+          },
+        },
+      );
+      await Promise.race([running, new Promise((r) => setTimeout(r, 30_000))]);
       await run('podman', ['stop', '-t', '30', name]);
       const result = await pending;
       const { out } = ok(result);
