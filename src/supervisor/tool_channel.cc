@@ -13,22 +13,12 @@
 #include <string>
 
 #include "base/bounded_json.h"
+#include "base/deadline.h"
 #include "base/log.h"
 #include "ipc/frame.h"
 #include "ipc/tool_frames.h"
 
 namespace mcpexec {
-
-namespace {
-
-int MillisUntil(std::chrono::steady_clock::time_point t) {
-  auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t - std::chrono::steady_clock::now())
-          .count();
-  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(ms, 1 << 30)));
-}
-
-}  // namespace
 
 struct ToolChannel::State : std::enable_shared_from_this<State> {
   // What the answering thread does next, in the order the run sent it: a

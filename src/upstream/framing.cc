@@ -8,11 +8,6 @@
 
 namespace mcpexec::upstream {
 
-int MillisUntil(Clock::time_point deadline) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
-}
-
 bool IsResponse(const nlohmann::json& m) {
   return m.is_object() && m.contains("id") && !m.contains("method") &&
          (m.contains("result") || m.contains("error"));

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/deadline.h"
+
 namespace mcpexec::upstream {
 
 // A message from an upstream may be large (a tool's whole result); past
@@ -56,8 +58,5 @@ class EventStream {
 };
 
 using Clock = std::chrono::steady_clock;
-
-// Milliseconds left until the deadline, for poll(): 0 once it passed.
-int MillisUntil(Clock::time_point deadline);
 
 }  // namespace mcpexec::upstream
