@@ -128,19 +128,20 @@ const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * Spawns mcp-exec with MCP_EXEC_TRANSPORT=transport ('http' or 'sse') on
  * 127.0.0.1 and a free port, and waits until /healthz and /readyz answer 200.
  * env: extra server settings (undefined removes a variable); authToken sets
- * MCP_EXEC_AUTH_TOKEN (without it, an inherited token is removed).
+ * MCP_EXEC_AUTH_TOKEN (without it, an inherited token is removed); bin: the
+ * server binary (default serverBin).
  * Returns { port, origin, url, pid, child, log(), stdout(), exited, stop() }:
  * url is the MCP endpoint (/mcp for http, /sse for sse); exited resolves to
  * { code, signal } when the process ends; stop() sends SIGTERM and resolves
  * to the same (SIGKILL and a rejection if it does not exit in time).
  */
-export async function startHttpServer({ transport = 'http', env = {}, authToken, attempts = 3 } = {}) {
+export async function startHttpServer({ transport = 'http', env = {}, authToken, attempts = 3, bin = serverBin } = {}) {
   if (transport !== 'http' && transport !== 'sse') throw new Error(`transport must be http or sse, not ${transport}`);
   let lastError;
   for (let attempt = 0; attempt < attempts; attempt++) {
     const port = await freePort();
     try {
-      return await spawnHttpServer({ transport, env, authToken, port });
+      return await spawnHttpServer({ transport, env, authToken, port, bin });
     } catch (err) {
       lastError = err;
       // Another process took the port between freePort() and the bind: retry
@@ -151,7 +152,7 @@ export async function startHttpServer({ transport = 'http', env = {}, authToken,
   throw lastError;
 }
 
-async function spawnHttpServer({ transport, env, authToken, port }) {
+async function spawnHttpServer({ transport, env, authToken, port, bin }) {
   const serverEnv = withOverrides(serverEnvironment(), {
     MCP_EXEC_AUTH_TOKEN: undefined,
     ...env,
@@ -159,7 +160,7 @@ async function spawnHttpServer({ transport, env, authToken, port }) {
     MCP_EXEC_ADDR: `127.0.0.1:${port}`,
     ...(authToken !== undefined ? { MCP_EXEC_AUTH_TOKEN: authToken } : {}),
   });
-  const child = spawn(serverBin, [], { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, [], { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   let stdout = '';
   child.stderr.setEncoding('utf8').on('data', (chunk) => (log += chunk));
@@ -177,7 +178,7 @@ async function spawnHttpServer({ transport, env, authToken, port }) {
     if (exit) {
       const err = new Error(
         `mcp-exec (${transport}) exited before it was ready: ${JSON.stringify(exit)}\n` +
-          `server: ${serverBin}\nserver stderr:\n${log}`,
+          `server: ${bin}\nserver stderr:\n${log}`,
       );
       err.portConflict = /listen_failed|cannot listen/.test(log) && /in use/i.test(log);
       throw err;
