@@ -38,6 +38,10 @@ enum class Type : uint32_t {
   // kExited follows, flagged kExitedHeldProcesses), else 0.
   kCount = 10,
   kCounted = 11,
+  // zygote -> supervisor, after kExited: the run's top process is reaped, so
+  // every process of the run is gone and its memory freed (the trace's
+  // "torn down").
+  kReaped = 12,
 };
 
 // kExited's flags: what the zygote knows of the run's end besides its

@@ -30,9 +30,18 @@ static_assert(sizeof(LockdownVerdict) == 256, "one atomic pipe write");
 // MemoryError, or an uncaught OSError EFBIG (a write past RLIMIT_FSIZE:
 // CPython ignores SIGXFSZ, so the kernel's signal never ends it).
 enum RunReason : uint32_t { kReasonNone = 0, kReasonMemory = 1, kReasonFileSize = 2 };
+// A one-shot runner's last record, written after the caller's code: the
+// reason, and the runner's word on its phases for the run's trace (the log
+// line only; nothing is decided on them): CLOCK_MONOTONIC, in ns, when the
+// runtime was called and when it returned, and the runner's minor page
+// faults before the call (its life as a spare) and during it.
 struct RunNote {
   uint32_t magic;
   uint32_t reason;  // RunReason
+  int64_t code_started_ns;
+  int64_t code_finished_ns;
+  int64_t faults_before;
+  int64_t faults_during;
 };
 
 // A session's cell ends with this record on the cell's status pipe (after the
@@ -49,7 +58,9 @@ struct CellDone {
 
 // What the supervisor reads of a status pipe at most; past it the pipe is
 // closed (the runner's further writes fail with EPIPE).
-constexpr size_t kStatusReadMax = sizeof(LockdownVerdict) + sizeof(CellDone);
-static_assert(sizeof(CellDone) >= sizeof(RunNote), "the bound covers either record");
+constexpr size_t kStatusReadMax =
+    sizeof(LockdownVerdict) +
+    (sizeof(CellDone) > sizeof(RunNote) ? sizeof(CellDone) : sizeof(RunNote));
+static_assert(sizeof(RunNote) + sizeof(LockdownVerdict) < 4096, "one atomic pipe write each");
 
 }  // namespace mcpexec::ipc

@@ -150,6 +150,7 @@ void Executor::CleanerLoop() {
         log::Warn("run_end_unconfirmed", {{"run_id", c.run_id}});
       }
     }
+    WriteRunLine(c);
     if (!RemoveTree(c.workdir)) {
       log::Error("workdir_not_removed", {{"run_id", c.run_id}, {"errno", strerror(errno)}});
     }
@@ -159,6 +160,23 @@ void Executor::CleanerLoop() {
     cleaning_ = false;
     cleaned_cv_.notify_all();
   }
+}
+
+// A one-shot run's line, once its processes are reaped (the zygote says so
+// right after it reaps them; a run whose end never came is not waited for).
+void Executor::WriteRunLine(Cleanup& c) {
+  if (c.line.is_null()) return;
+  std::unique_lock<std::mutex> lock(c.slot->mu);
+  if (c.slot->exited) {
+    c.slot->cv.wait_for(lock, kKillGrace, [&] { return c.slot->torn_down || c.slot->lost; });
+  }
+  if (c.slot->torn_down && c.line.contains("trace_us")) {
+    c.line["trace_us"]["torn_down"] =
+        std::chrono::duration_cast<std::chrono::microseconds>(c.slot->torn_down_at - c.received)
+            .count();
+  }
+  lock.unlock();
+  log::Info("run", c.line);
 }
 
 void Executor::WaitCleanups(std::chrono::milliseconds timeout) {
@@ -324,6 +342,7 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
     if (session) session->ended = "its interpreter could not be reached";
     return Fail(l.run_id, req, *refused);
   }
+  const auto handed_at = Clock::now();
 
   // The tool channel is read by the run's loop from the moment the runner
   // has its end.
@@ -349,16 +368,40 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   }
   if (l.active) l.active->End();
   std::optional<Failed> failed = Settle(io);
-  int cell = 0;
+  Trace(io, queued_at, handed_at, &outcome.trace);
+  const Failed* f = failed ? &*failed : nullptr;
   if (session) {
-    cell = ++session->cells;
+    Report(l.run_id, req, outcome, f, ++session->cells);
   } else {
     if (failed) zygote_.Kill(l.run_id);  // whatever is left of it
-    QueueCleanup({l.run_id, l.slot, l.workdir.Release()});
+    QueueCleanup({l.run_id, l.slot, l.workdir.Release(), false,
+                  Record(l.run_id, req, outcome, f, 0), queued_at});
   }
-  if (failed) return Fail(l.run_id, req, *failed, outcome, cell);
-  Report(l.run_id, req, outcome, nullptr, cell);
+  if (failed) return failed->message;
   return outcome;
+}
+
+void Executor::Trace(const RunIo& io, Clock::time_point received, Clock::time_point handed,
+                     RunTrace* t) {
+  const auto since = [&](Clock::time_point at) -> int64_t {
+    if (at == Clock::time_point{}) return -1;
+    return std::chrono::duration_cast<std::chrono::microseconds>(at - received).count();
+  };
+  t->handed_us = since(handed);
+  t->drained_us = since(io.drained_at);
+  t->status_known_us = since(io.status_at);
+  t->answered_us = since(Clock::now());
+  // The runner's clock is CLOCK_MONOTONIC, steady_clock's here.
+  const auto ns = [](Clock::time_point at) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  };
+  ipc::RunNote note{};
+  if (io.session || !io.status.trace(ns(handed), ns(Clock::now()), &note)) return;
+  const auto at = [](int64_t n) { return Clock::time_point(std::chrono::nanoseconds(n)); };
+  t->code_started_us = since(at(note.code_started_ns));
+  t->code_finished_us = since(at(note.code_finished_ns));
+  t->faults_before = note.faults_before;
+  t->faults_during = note.faults_during;
 }
 
 // A one-shot run's working directory, slot and fds; a cell's fds, and its
@@ -632,34 +675,46 @@ std::string Executor::Fail(uint64_t run_id, const RunRequest& req, const Failed&
   return f.message;
 }
 
-void Executor::Report(uint64_t run_id, const RunRequest& req, const RunOutcome& o,
-                      const Failed* failed, int cell) {
+nlohmann::json Executor::Record(uint64_t run_id, const RunRequest& req, const RunOutcome& o,
+                                const Failed* failed, int cell) {
   const bool timed_out = o.end == RunEnd::kTimeout;
-  log::Info("run", {{"run_id", run_id},
-                    {"cell", cell},
-                    {"exit_code", o.exit_code},
-                    {"duration_ms", o.duration_ms},
-                    {"queue_ms", o.queue_ms},
-                    {"stdout_bytes", o.stdout_data.size()},
-                    {"stderr_bytes", o.stderr_data.size()},
-                    {"output_bytes", o.output_bytes},
-                    {"truncated", o.truncated},
-                    {"timed_out", timed_out},
-                    {"signal", o.signal},
-                    {"reason", failed ? RunFailureName(failed->cause) : RunEndName(o.end)},
-                    {"code_bytes", req.code.size()},
-                    {"stdin_bytes", req.stdin_data.size()},
-                    {"lockdown_us", failed ? -1 : o.lockdown_us},
-                    {"lockdown_ahead_us", failed ? -1 : o.lockdown_ahead_us}});
-  if (!metrics_) return;
+  const RunTrace& t = o.trace;
+  nlohmann::json line = {{"run_id", run_id},
+                         {"cell", cell},
+                         {"exit_code", o.exit_code},
+                         {"duration_ms", o.duration_ms},
+                         {"queue_ms", o.queue_ms},
+                         {"stdout_bytes", o.stdout_data.size()},
+                         {"stderr_bytes", o.stderr_data.size()},
+                         {"output_bytes", o.output_bytes},
+                         {"truncated", o.truncated},
+                         {"timed_out", timed_out},
+                         {"signal", o.signal},
+                         {"reason", failed ? RunFailureName(failed->cause) : RunEndName(o.end)},
+                         {"code_bytes", req.code.size()},
+                         {"stdin_bytes", req.stdin_data.size()},
+                         {"lockdown_us", failed ? -1 : o.lockdown_us},
+                         {"lockdown_ahead_us", failed ? -1 : o.lockdown_ahead_us}};
+  if (t.handed_us >= 0) {
+    line["trace_us"] = {{"handed", t.handed_us},
+                        {"code_started", t.code_started_us},
+                        {"code_finished", t.code_finished_us},
+                        {"drained", t.drained_us},
+                        {"status_known", t.status_known_us},
+                        {"answered", t.answered_us},
+                        {"torn_down", t.torn_down_us}};
+    line["minor_faults"] = {{"before_code", t.faults_before}, {"during_code", t.faults_during}};
+  }
+  if (!metrics_) return line;
   if (failed) {
     metrics_->RecordFailure(RunFailureName(failed->cause));
-    return;
+    return line;
   }
   std::string outcome = o.end != RunEnd::kExited ? RunEndName(o.end)
                         : o.exit_code != 0       ? "error"
                                                  : "ok";
   metrics_->RecordRun(outcome, o.duration_ms / 1000.0, o.queue_ms / 1000.0);
+  return line;
 }
 
 }  // namespace mcpexec

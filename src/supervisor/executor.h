@@ -23,6 +23,7 @@
 
 #include "base/call_pool.h"
 #include "base/cancel.h"
+#include "base/log.h"
 #include "base/metrics.h"
 #include "model/config.h"
 #include "model/tool_gateway.h"
@@ -131,9 +132,18 @@ class Executor {
   // most processes while all runs together held more than their share.
   std::string RunsHeldText() const;
   std::string WhyInterpreterEnded(const RunIo& io) const;
-  // The run's log line and metric: its outcome, or why it failed.
+  // The run's metric, and its log line's fields: its outcome, or why it
+  // failed. Report writes the line at once; a one-shot run's goes out once
+  // the run is torn down (the cleaner), with that phase in its trace.
+  nlohmann::json Record(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome,
+                        const Failed* failed, int cell);
   void Report(uint64_t run_id, const RunRequest& req, const RunOutcome& outcome,
-              const Failed* failed = nullptr, int cell = 0);
+              const Failed* failed = nullptr, int cell = 0) {
+    log::Info("run", Record(run_id, req, outcome, failed, cell));
+  }
+  // The trace's phases the executor saw (from the call's arrival).
+  static void Trace(const RunIo& io, Clock::time_point received, Clock::time_point handed,
+                    RunTrace* trace);
   // Reports a tool error (with what the run got, if anything) and returns
   // its message.
   std::string Fail(uint64_t run_id, const RunRequest& req, const Failed& f,
@@ -150,7 +160,12 @@ class Executor {
     std::shared_ptr<RunSlot> slot;
     std::string workdir;
     bool wait_for_end = false;  // killed just now (a session's interpreter)
+    // A one-shot run's log line, written once the run is torn down (or at
+    // once, if its end never came), and when its call arrived.
+    nlohmann::json line = nullptr;
+    Clock::time_point received{};
   };
+  void WriteRunLine(Cleanup& c);
   void QueueCleanup(Cleanup c);
   void CleanerLoop();
   // Waits until every queued cleanup is done, at most `timeout` (the

@@ -82,6 +82,23 @@ struct Failed {
   std::string message;
 };
 
+// Where a run's time went, for its log line ("trace_us") and the bench: each
+// phase's end in microseconds from the call's arrival at the executor (-1:
+// not reached or not known). code_started and code_finished, and the
+// runner's minor page faults before its code (its life as a spare) and
+// during it, are the runner's own word (its last status record): shown,
+// never decided on.
+struct RunTrace {
+  int64_t handed_us = -1;         // the run sent to the sandbox
+  int64_t code_started_us = -1;   // the runtime called in the runner
+  int64_t code_finished_us = -1;  // and returned
+  int64_t drained_us = -1;        // the output and results pipes read to their end
+  int64_t status_known_us = -1;   // the sandbox's word on the run's end
+  int64_t answered_us = -1;       // the outcome handed to the protocol
+  int64_t torn_down_us = -1;      // every process of the run reaped, its memory freed
+  int64_t faults_before = -1, faults_during = -1;
+};
+
 struct RunOutcome {
   std::string stdout_data;  // raw bytes as the run wrote them, within the budget
   std::string stderr_data;
@@ -113,6 +130,7 @@ struct RunOutcome {
   int64_t tool_calls = -1;  // code mode: nested calls made (-1: the server has no upstreams)
   bool has_result = false, result_truncated = false;
   std::string result;  // repr of the last expression
+  RunTrace trace;
 };
 
 // What the zygote reports about its interpreter (python version, packages)

@@ -92,6 +92,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
     }
     if (p[kWake].revents) OnSlotChanged(io);
     if (p[kTools].revents) io.tools->OnReadable();
+    io.StampDrained();
   }
   // What the pipes still hold: the verdict of a run that ended fast, and
   // what a session's cell wrote before its end record (already in the pipes:
@@ -104,6 +105,7 @@ void Executor::PumpUntilEnded(RunIo& io) {
   }
   if (io.fds.res_r) io.results.Read(io.fds.res_r.get());
   io.fds.in_w.Reset();
+  io.StampDrained();
 }
 
 void Executor::Drain(RunIo& io, int fd, Stream& s) {
@@ -180,7 +182,8 @@ void Executor::OnSlotChanged(RunIo& io) {
   }
   if (io.slot.exited && !io.reaped) {
     io.reaped = RunIo::Reaped{io.slot.wait_status, io.slot.oom_killed, io.slot.ended_by};
-    io.pipe_deadline = Clock::now() + kPipeGrace;
+    io.status_at = Clock::now();
+    io.pipe_deadline = io.status_at + kPipeGrace;
   }
 }
 

@@ -139,6 +139,14 @@ struct Executor::RunIo {
   std::optional<Reaped> reaped;
   std::optional<ipc::CellDone> cell_end;
   std::optional<Failed> failed;
+  // For the trace: when the pipes were read to their end, and when the
+  // sandbox's word on the end came.
+  Clock::time_point drained_at{}, status_at{};
+  void StampDrained() {
+    if (drained_at == Clock::time_point{} && !out.open && !err.open && !fds.res_r) {
+      drained_at = Clock::now();
+    }
+  }
 
   // A session's cell: it ends with its CellDone record, and a deadline or a
   // cancellation interrupts it first.

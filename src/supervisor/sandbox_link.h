@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,10 @@ struct RunSlot {
   std::condition_variable cv;
   std::string cgroup;  // the run's cgroup's name, "" without the cgroup layer
   bool exited = false;
+  // Every process of the run reaped (ipc::kReaped), or the zygote that held
+  // an exited run gone; when, for the run's trace.
+  bool torn_down = false;
+  std::chrono::steady_clock::time_point torn_down_at{};
   int wait_status = 0;
   bool oom_killed = false;  // the run's cgroup killed something for memory
   uint32_t ended_by = 0;    // ipc::kExitedByZygote's flags

@@ -55,6 +55,20 @@ class StatusReader {
     memcpy(&n, buf_ + sizeof(ipc::LockdownVerdict), sizeof n);
     return n.magic == ipc::kNoteMagic ? n.reason : ipc::kReasonNone;
   }
+  // The run's word on its phases (the note's trace), taken only in order:
+  // its code started at or after `after_ns` and finished by `before_ns`
+  // (CLOCK_MONOTONIC), its faults counted from 0. False without one.
+  bool trace(int64_t after_ns, int64_t before_ns, ipc::RunNote* n) const {
+    if (len_ < sizeof(ipc::LockdownVerdict) + sizeof *n) return false;
+    memcpy(n, buf_ + sizeof(ipc::LockdownVerdict), sizeof *n);
+    if (n->magic != ipc::kNoteMagic || n->code_started_ns < after_ns ||
+        n->code_finished_ns < n->code_started_ns || n->code_finished_ns > before_ns) {
+      return false;
+    }
+    if (n->faults_before < 0) n->faults_before = 0;
+    if (n->faults_during < 0) n->faults_during = 0;
+    return true;
+  }
 
  private:
   char buf_[ipc::kStatusReadMax];

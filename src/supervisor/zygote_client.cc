@@ -296,6 +296,13 @@ void ZygoteClient::FailAllRuns(const std::string& reason, RunFailure cause) {
   }
   for (auto& [id, slot] : runs) {
     std::lock_guard<std::mutex> lock(slot->mu);
+    if (slot->exited) {
+      // Its end was told; the zygote took whatever was left of it along.
+      slot->torn_down = true;
+      slot->torn_down_at = std::chrono::steady_clock::now();
+      slot->Notify();
+      continue;
+    }
     slot->lost = true;
     slot->lost_reason = reason;
     slot->lost_cause = cause;
@@ -325,7 +332,7 @@ void ZygoteClient::Dispatch(const ipc::Header& h, const std::string& payload) {
     auto it = runs_.find(h.run_id);
     if (it == runs_.end()) return;
     slot = it->second;
-    if (h.type == ipc::Type::kExited || h.type == ipc::Type::kStartFailed) runs_.erase(it);
+    if (h.type == ipc::Type::kReaped || h.type == ipc::Type::kStartFailed) runs_.erase(it);
   }
   std::lock_guard<std::mutex> lock(slot->mu);
   if (h.type == ipc::Type::kStarted) {
@@ -335,6 +342,9 @@ void ZygoteClient::Dispatch(const ipc::Header& h, const std::string& payload) {
     slot->wait_status = static_cast<int>(h.value);
     slot->oom_killed = (h.reserved & ipc::kExitedOomKilled) != 0;
     slot->ended_by = h.reserved & ipc::kExitedByZygote;
+  } else if (h.type == ipc::Type::kReaped) {
+    slot->torn_down = true;
+    slot->torn_down_at = std::chrono::steady_clock::now();
   } else if (h.type == ipc::Type::kCounted) {
     ++slot->counted;
     slot->count_ended = h.value != 0;

@@ -106,6 +106,7 @@ struct RunnerState {
   int status_fd = -1;             // the status pipe, once the lockdown placed it
   int32_t lockdown_us = 0;        // the lockdown's cost on the request's path
   int32_t lockdown_ahead_us = 0;  // and ahead of it (spares)
+  ipc::RunNote note{};            // the last record: the reason and the run's trace
 };
 RunnerState g_runner;
 
@@ -132,10 +133,25 @@ void WriteVerdict(bool ok, const std::string& error) {
   if (n != static_cast<ssize_t>(sizeof v)) _exit(125);
 }
 
+int64_t MonotonicNanos() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+int64_t MinorFaults() {
+  rusage ru{};
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? static_cast<int64_t>(ru.ru_minflt) : 0;
+}
+
+// The note goes out when it says something: a reason, or the trace of code
+// that ran.
 [[noreturn]] void Finish(int status, uint32_t reason) {
   fflush(nullptr);
-  if (reason != ipc::kReasonNone) {
-    ipc::RunNote note{ipc::kNoteMagic, reason};
+  ipc::RunNote& note = g_runner.note;
+  if (reason != ipc::kReasonNone || note.code_started_ns != 0) {
+    note.magic = ipc::kNoteMagic;
+    note.reason = reason;
     (void)!write(g_runner.status_fd, &note, sizeof note);
   }
   close(1);
@@ -326,7 +342,12 @@ struct BetweenCells {
   input.tools_fd = sandbox::fds::ToolsFd(g_runner.status_fd);
   if (session) SessionLoop(std::move(input), params.timeout_s);
   std::string reason;
+  ipc::RunNote& note = g_runner.note;
+  note.faults_before = MinorFaults();
+  note.code_started_ns = MonotonicNanos();
   int status = embed::RunCode(input, &reason);
+  note.code_finished_ns = MonotonicNanos();
+  note.faults_during = MinorFaults() - note.faults_before;
   Finish(status, ReasonCode(reason));
 }
 

@@ -311,6 +311,8 @@ void ReapChildren(Zygote& z) {
     // The run's init reported the runner's own status before it exited.
     if (!run.reported && run.sock) ReceiveInitReport(run.sock.get(), &status);
     if (!run.reported) ReportExit(z, run, status);
+    ipc::Header gone{ipc::Type::kReaped, 0, run.run_id, 0};
+    ipc::Send(z.control, gone, nullptr, 0, nullptr, 0);
     if (!run.cgroup.empty()) sandbox::cgroups::Destroy(z.sandbox.cgroups, run.cgroup);
     runner_ended = true;
   }

@@ -144,6 +144,14 @@ void Status(const std::string& in) {
         .dump(-1, ' ', false, json::error_handler_t::replace);
   }
   (void)reader.note();
+  // The trace is taken only in order, within the bounds asked.
+  ipc::RunNote n{};
+  const int64_t after = in.size() > 1 ? static_cast<unsigned char>(in[1]) : 0;
+  if (reader.trace(after, after + 1000000000, &n) &&
+      (n.code_started_ns < after || n.code_finished_ns < n.code_started_ns ||
+       n.code_finished_ns > after + 1000000000 || n.faults_before < 0 || n.faults_during < 0)) {
+    Fail("a trace out of order or out of bounds was taken");
+  }
 }
 
 void Control(const std::string& in) {

@@ -95,6 +95,46 @@ TEST_F(ExecutorTest, BothStreamsAndTheExitCodeComeBack) {
   EXPECT_EQ(sandbox_.kills(), 0);
 }
 
+// The run's trace (issue 39): each phase's end from the call's arrival, in
+// the order a run goes through them; the runner's own word on its code's
+// start and end and its faults, taken as it says when it is in order.
+TEST_F(ExecutorTest, TheTraceFollowsTheRunsPhasesInOrder) {
+  Start();
+  RunScript s;
+  s.out = "1\n";
+  s.trace = true;
+  s.faults_before = 800;
+  s.faults_during = 300;
+  sandbox_.Push(s);
+  RunOutcome o = Outcome(Req());
+  const RunTrace& t = o.trace;
+  EXPECT_GE(t.handed_us, 0);
+  EXPECT_GE(t.code_started_us, t.handed_us + 20000);  // the script's code starts 20 ms in
+  EXPECT_GE(t.code_finished_us, t.code_started_us + 5000);
+  EXPECT_GE(t.drained_us, t.code_finished_us);
+  EXPECT_GE(t.status_known_us, t.handed_us);
+  EXPECT_GE(t.answered_us, std::max(t.drained_us, t.status_known_us));
+  EXPECT_EQ(t.torn_down_us, -1);  // known later: the run's log line has it
+  EXPECT_EQ(t.faults_before, 800);
+  EXPECT_EQ(t.faults_during, 300);
+}
+
+TEST_F(ExecutorTest, ATraceOutOfOrderIsNotBelieved) {
+  Start();
+  RunScript s;
+  s.trace = true;
+  s.forge_trace = true;  // "finished" before it "started"
+  s.faults_during = 5;
+  sandbox_.Push(s);
+  RunOutcome o = Outcome(Req());
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_GE(o.trace.handed_us, 0);
+  EXPECT_GE(o.trace.drained_us, 0);
+  EXPECT_EQ(o.trace.code_started_us, -1);
+  EXPECT_EQ(o.trace.code_finished_us, -1);
+  EXPECT_EQ(o.trace.faults_during, -1);
+}
+
 TEST_F(ExecutorTest, ASignalEndsTheRunWithExitMinusOne) {
   Start();
   RunScript s;

@@ -49,6 +49,12 @@ struct RunScript {
   int exit_code = 0;
   int signal = 0;                    // ended by this signal instead of exiting
   uint32_t note = ipc::kReasonNone;  // the runtime's RunNote (or a cell's reason)
+  // The note carries the run's trace (its code "runs" 5 ms, 20 ms after the
+  // hand-off), with these faults; forge_trace: it claims to have ended
+  // before it began (a run's word, never believed out of order).
+  bool trace = false;
+  bool forge_trace = false;
+  int64_t faults_before = 0, faults_during = 0;
   bool oom_killed = false;
   uint32_t ended_by = 0;  // ipc::kExited* flags of the zygote's own
   // Count() after this cell: the zygote ends the session for what it holds.
@@ -199,6 +205,8 @@ class ScriptedSandbox : public SandboxLink {
     run.ended = true;
     std::lock_guard<std::mutex> lock(run.slot->mu);
     run.slot->exited = true;
+    run.slot->torn_down = true;  // kExited and kReaped at once: nothing scripted lingers
+    run.slot->torn_down_at = std::chrono::steady_clock::now();
     run.slot->wait_status = wait_status;
     run.slot->ended_by = ended_by;
     run.slot->oom_killed = oom;
@@ -287,8 +295,24 @@ class ScriptedSandbox : public SandboxLink {
       run->in_cell = false;
       return;
     }
-    if (!killed && s.note != ipc::kReasonNone) {
-      ipc::RunNote note{ipc::kNoteMagic, s.note};
+    if (!killed && (s.note != ipc::kReasonNone || s.trace)) {
+      ipc::RunNote note{ipc::kNoteMagic, s.note, 0, 0, 0, 0};
+      if (s.trace) {
+        auto ns = [] {
+          return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+              .count();
+        };
+        // The "code" runs 20 ms, well after the executor saw the hand-off.
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        note.code_started_ns = ns();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        note.code_finished_ns = s.forge_trace ? note.code_started_ns - 1000 : ns();
+        lock.lock();
+        note.faults_before = s.faults_before;
+        note.faults_during = s.faults_during;
+      }
       WriteRecord(fds[ipc::kStatus], &note, sizeof note);
     }
     // The pipes close as the runner exits; a grandchild the run left may
