@@ -301,6 +301,88 @@ struct BetweenCells {
   }
 }
 
+// The memory holder (answer before teardown). A runner's exit frees its
+// address space before the kernel reports its status: with the zygote's
+// image copied, milliseconds here, on the call's path. So a one-shot runner
+// first clones a holder that shares its memory (CLONE_VM) and does nothing
+// else: it closes its copies of the run's fds and sleeps with every signal
+// blocked. The runner's exit then leaves the memory to the holder and its
+// status comes at once; the holder dies with the run's pid namespace when
+// the init has reported (or, without one, when the zygote ends what the run
+// left), and the memory is freed then, after the answer.
+//
+// It is cloned after the lockdown, so it has everything the run has and
+// nothing more (the same seccomp filter, Landlock domain, credentials,
+// namespaces, cgroup and limits): what the code could make for itself with
+// clone(CLONE_VM). Its one job needs no libc: raw system calls only, since
+// it shares the runner's thread-local storage (errno) and heap.
+#if defined(__x86_64__)
+#define MCP_EXEC_HOLDER 1
+long RawSyscall5(long n, long a, long b, long c, long d, long e) {
+  long ret;
+  register long r10 asm("r10") = d;
+  register long r8 asm("r8") = e;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+               : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+#define MCP_EXEC_HOLDER 1
+long RawSyscall5(long n, long a, long b, long c, long d, long e) {
+  register long x8 asm("x8") = n;
+  register long x0 asm("x0") = a;
+  register long x1 asm("x1") = b;
+  register long x2 asm("x2") = c;
+  register long x3 asm("x3") = d;
+  register long x4 asm("x4") = e;
+  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+  return x0;
+}
+#endif
+
+#ifdef MCP_EXEC_HOLDER
+alignas(64) char g_holder_stack[16384];
+
+// Its name, in the run's /proc: the escape suite tells it from others' by it.
+constexpr char kHolderName[] = "mcp-exec-holder";
+static_assert(sizeof kHolderName <= 16, "a task's comm is 16 bytes with its NUL");
+
+int HolderMain(void* /*unused*/) {
+  RawSyscall5(SYS_close_range, 0, 0xFFFFFFFFL, 0, 0, 0);
+  // No fds, no timeout, every signal blocked while it waits: only SIGKILL
+  // ends the wait (sizeof the kernel's sigset: 8 bytes).
+  const uint64_t all = ~uint64_t{0};
+  for (;;) RawSyscall5(SYS_ppoll, 0, 0, 0, reinterpret_cast<long>(&all), sizeof all);
+}
+#endif
+
+// Starts the holder, where the run has a pid namespace of its own: the
+// holder is the init's child (CLONE_PARENT), so the code's own wait() for
+// any child never waits for it, and it dies with the namespace. Without
+// one (no pid namespace, another architecture, or the clone refused: the
+// process limit) the run goes on as before.
+void StartHolder(bool run_pidns) {
+#ifdef MCP_EXEC_HOLDER
+  if (!run_pidns) return;
+  // The holder starts with every signal blocked, and with its name (a
+  // task's comm is copied at the clone, before it ever runs).
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  char name[16] = {};
+  prctl(PR_GET_NAME, name);
+  prctl(PR_SET_NAME, kHolderName);
+  (void)clone(HolderMain, g_holder_stack + sizeof g_holder_stack, CLONE_VM | CLONE_PARENT | SIGCHLD,
+              nullptr);
+  prctl(PR_SET_NAME, name);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+#else
+  (void)run_pidns;
+#endif
+}
+
 }  // namespace
 
 // The runner's fds leave their owners here: from now on they are numbers the
@@ -341,6 +423,7 @@ struct BetweenCells {
   input.results_fd = sandbox::fds::ResultsFd(g_runner.status_fd);
   input.tools_fd = sandbox::fds::ToolsFd(g_runner.status_fd);
   if (session) SessionLoop(std::move(input), params.timeout_s);
+  StartHolder(z.sandbox.run_pidns);
   std::string reason;
   ipc::RunNote& note = g_runner.note;
   note.faults_before = MinorFaults();

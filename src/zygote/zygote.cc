@@ -394,8 +394,9 @@ void WatchRuns(Zygote& z) {
   }
   const std::vector<TreeUse> use = pids.empty() ? std::vector<TreeUse>() : TreeUsage(pids);
   // What every run has of its own: the interpreter's main thread and its
-  // output flusher (embed/python.cc), and the init of its pid namespace.
-  // Measured: an idle session's tree is 3 tasks with a pid namespace.
+  // output flusher (embed/python.cc), and the init of its pid namespace;
+  // there a one-shot run also its memory holder (runner.cc). Measured: an idle
+  // session's tree is 3 tasks with a pid namespace.
   const int64_t own = z.sandbox.run_pidns ? 3 : 2;
   std::vector<int64_t> held(runs.size());
   int64_t total = 0;
@@ -405,7 +406,8 @@ void WatchRuns(Zygote& z) {
       runs[i]->ended_by = ipc::kExitedCpuBound;
       continue;
     }
-    held[i] = std::max<int64_t>(use[i].tasks - own, 0);
+    const int64_t holder = !session && z.sandbox.run_pidns ? 1 : 0;
+    held[i] = std::max<int64_t>(use[i].tasks - own - holder, 0);
     total += held[i];
   }
   // The sessions' share first: what they hold between calls is the longest

@@ -1,4 +1,8 @@
-// Issue 39: a one-shot run's phase trace in its log line.
+// Issue 39: a one-shot run's phase trace in its log line, and the answer
+// before the teardown (the runner's memory held past its exit by a holder of
+// the run's own, so that its status comes at once; the holder dies with the
+// run, after the answer). The holder is the run's: the code may kill or
+// stop it, and the call still ends as it should.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -50,6 +54,50 @@ TEST(RunEndTest, TheRunLineTracesEveryPhaseInOrder) {
   EXPECT_GE(t["torn_down"], t["status_known"]) << line;
   EXPECT_GT(line["minor_faults"]["before_code"].get<int64_t>(), 0) << line;
   EXPECT_GE(line["minor_faults"]["during_code"].get<int64_t>(), 0) << line;
+}
+
+// 300 MB written by the run: its teardown is no longer on the call's path,
+// and the run line says when it ended.
+TEST(RunEndTest, ALargeRunIsAnsweredBeforeItsMemoryIsFreed) {
+  ServerProcess s;
+  s.Initialize();
+  json r = s.Exec(
+      "b = bytearray(300 * 1024 * 1024)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+      "print(len(b))");
+  ASSERT_EQ(r["stdout"], "314572800\n") << r.dump();
+  json line = RunLine(s, 1);
+  ASSERT_TRUE(line.contains("trace_us")) << s.Stderr();
+  EXPECT_GE(line["trace_us"]["torn_down"], line["trace_us"]["answered"]) << line;
+}
+
+// The holder is a process of the run like any other: the code can end or
+// stop it, and the call ends as it would have. It is no child of the code's:
+// a wait() for any child finds none.
+TEST(RunEndTest, ARunThatKillsOrStopsItsHolderEndsAsUsual) {
+  ServerProcess s;
+  s.Initialize();
+  json probe = s.Exec("import os\nprint(os.getpid(), os.getppid())");
+  if (probe["stdout"] != "2 1\n") GTEST_SKIP() << "runs have no pid namespace here: no holder";
+  const std::string find =
+      "import os, signal\n"
+      "try:\n"
+      "    os.wait()\n"
+      "except ChildProcessError:\n"
+      "    pass\n"
+      "holders = []\n"
+      "for p in os.listdir('/proc'):\n"
+      "    if p.isdigit():\n"
+      "        name, rest = open(f'/proc/{p}/stat').read().rsplit(')', 1)\n"
+      "        if name.endswith('(mcp-exec-holder') and rest.split()[1] == '1':\n"
+      "            holders.append(int(p))\n";
+  for (const char* sig : {"SIGKILL", "SIGSTOP"}) {
+    json r = s.Exec(find + "for h in holders: os.kill(h, signal." + sig + ")\nprint(len(holders))",
+                    {{"timeout_s", 20}});
+    EXPECT_EQ(r["exit_code"], 0) << sig << ": " << r.dump();
+    EXPECT_EQ(r["stdout"], "1\n") << sig << ": the run has one holder: " << r.dump();
+    EXPECT_EQ(r["timed_out"], false) << sig << ": " << r.dump();
+    EXPECT_LT(r["duration_ms"].get<int64_t>(), 10000) << sig << ": " << r.dump();
+  }
 }
 
 }  // namespace
