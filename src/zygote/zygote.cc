@@ -84,7 +84,17 @@ void ForkSpare(Zygote& z) {
   z.spares.push_back({pid, std::move(ours), cgroup});
 }
 
+// The spares are forked when the zygote has no one-shot run going, so that
+// a fork (milliseconds of copying page tables here) neither takes a CPU from
+// a run nor delays the report of its end: the next spare is made once the
+// last run is reaped, after its answer. Only when none is left does a spare
+// come at once. A session's interpreter between its cells is no run going.
 void ReplenishSpares(Zygote& z) {
+  if (!z.spares.empty()) {
+    for (const auto& [pid, run] : z.runners) {
+      if (run.cpu_bound_ticks == 0) return;
+    }
+  }
   while (!z.spare_fork_failed && z.spares.size() < z.want_spares) ForkSpare(z);
 }
 

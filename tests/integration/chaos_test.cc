@@ -486,6 +486,23 @@ TEST_F(ChaosTest, SpareKilled) {
   ASSERT_EQ(s.Exec("print('warm')")["stdout"], "warm\n");
   const pid_t zygote = s.ZygotePid();
   ASSERT_GT(zygote, 0);
+  // The zygote's live children are its spares once every call's run is torn
+  // down (a run's line is logged then): a finished run's init may still be
+  // exiting just after its answer, the spare it used not yet replaced.
+  auto runs_torn_down = [&](int runs) {
+    return WaitUntil(
+        [&] {
+          const std::string log = s.Stderr();
+          int n = 0;
+          for (size_t at = log.find("\"event\":\"run\""); at != std::string::npos;
+               at = log.find("\"event\":\"run\"", at + 1)) {
+            ++n;
+          }
+          return n >= runs;
+        },
+        10000);
+  };
+  ASSERT_TRUE(runs_torn_down(1));
   ASSERT_TRUE(WaitUntil([&] { return ChildrenOf(zygote, false).size() == kSpares; }, 10000))
       << ChildrenOf(zygote, false).size();
 
@@ -532,6 +549,7 @@ TEST_F(ChaosTest, SpareKilled) {
     }
     // The spares are back to the configured number, none of the dead ones
     // among them, and nothing is left unreaped.
+    EXPECT_TRUE(runs_torn_down(1 + (round + 1) * 9));
     std::vector<pid_t> now;
     EXPECT_TRUE(WaitUntil(
         [&] {
