@@ -20,16 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t NowMicros(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
-static int ByValue(const void* a, const void* b) {
-  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
-  return (x > y) - (x < y);
-}
+#include "image.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -45,13 +36,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: MIB and ROUNDS must be positive, DIRTY_PAGES within MIB\n", argv[0]);
     return 2;
   }
-  char* mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    perror("mmap");
-    return 1;
-  }
-  madvise(mem, bytes, MADV_NOHUGEPAGE);  // ordinary pages, as most of a process
-  memset(mem, 1, bytes);
+  char* mem = HoldImage(mib);
+  if (!mem) return 1;
   int64_t* took = calloc((size_t)rounds, sizeof *took);
   for (long i = 0; i < rounds; ++i) {
     const int64_t t0 = NowMicros();
@@ -71,9 +57,10 @@ int main(int argc, char** argv) {
     usleep(20000);  // as a spaced call: the CPU's caches and the zygote's pages settle
   }
   qsort(took, (size_t)rounds, sizeof *took, ByValue);
-  printf("{\"mib\":%ld,\"rounds\":%ld,\"dirty_pages\":%ld,\"p10_us\":%lld,\"p50_us\":%lld,"
-         "\"p90_us\":%lld}\n",
-         mib, rounds, dirty, (long long)took[rounds / 10], (long long)took[rounds / 2],
-         (long long)took[rounds * 9 / 10]);
+  printf(
+      "{\"mib\":%ld,\"rounds\":%ld,\"dirty_pages\":%ld,\"p10_us\":%lld,\"p50_us\":%lld,"
+      "\"p90_us\":%lld}\n",
+      mib, rounds, dirty, (long long)took[rounds / 10], (long long)took[rounds / 2],
+      (long long)took[rounds * 9 / 10]);
   return 0;
 }

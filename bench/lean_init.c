@@ -13,13 +13,13 @@
 // run's processes from the first fork to the last reap, and the CPU they
 // took (this process's and its reaped children's, user and system), per run.
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,11 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t NowMicros(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
+#include "image.h"
 
 // This process's CPU and its reaped children's: a fork's copy is the
 // parent's time, a teardown the exiting child's.
@@ -44,11 +40,6 @@ static int64_t CpuMicros(void) {
              ru.ru_stime.tv_usec;
   }
   return total;
-}
-
-static int ByValue(const void* a, const void* b) {
-  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
-  return (x > y) - (x < y);
 }
 
 // Today: the init is a fork of the image and forks the runner; the runner
@@ -104,8 +95,7 @@ static void Lean(void) {
   close(pidfd);
 }
 
-static void Measure(const char* name, void (*run)(void), long rounds, int64_t* took,
-                    int64_t* cpu) {
+static void Measure(const char* name, void (*run)(void), long rounds, int64_t* took, int64_t* cpu) {
   for (long i = 0; i < rounds; ++i) {
     const int64_t c0 = CpuMicros(), t0 = NowMicros();
     run();
@@ -128,11 +118,7 @@ int main(int argc, char** argv) {
   const long mib = strtol(argv[1], NULL, 10);
   const long rounds = argc > 2 ? strtol(argv[2], NULL, 10) : 40;
   if (mib <= 0 || rounds <= 0) return 2;
-  const size_t bytes = (size_t)mib << 20;
-  char* mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return 1;
-  madvise(mem, bytes, MADV_NOHUGEPAGE);
-  memset(mem, 1, bytes);
+  if (!HoldImage(mib)) return 1;
   g_own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
   int64_t* took = calloc((size_t)rounds, sizeof *took);
   int64_t* cpu = calloc((size_t)rounds, sizeof *cpu);
