@@ -308,8 +308,8 @@ struct BetweenCells {
 // else: it closes its copies of the run's fds and sleeps with every signal
 // blocked. The runner's exit then leaves the memory to the holder and its
 // status comes at once; the holder dies with the run's pid namespace when
-// the init has reported (or, without one, when the zygote ends what the run
-// left), and the memory is freed then, after the answer.
+// the init has reported, and the memory is freed then, after the answer.
+// Only where runs have a pid namespace of their own (StartHolder).
 //
 // It is cloned after the lockdown, so it has everything the run has and
 // nothing more (the same seccomp filter, Landlock domain, credentials,
