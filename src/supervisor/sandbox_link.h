@@ -46,6 +46,12 @@ struct RunSlot {
   RunFailure lost_cause = RunFailure::kSandboxLost;
   // With mu held: wakes the run's I/O loop.
   void Notify();
+  // With mu held: every process of the run is reaped, now (the caller
+  // notifies).
+  void MarkTornDown() {
+    torn_down = true;
+    torn_down_at = std::chrono::steady_clock::now();
+  }
   // The eventfd to poll. Open until CloseWake(), which only the run's own
   // cleanup calls, after its I/O loop is over.
   int wake_fd() const { return wake_.get(); }

@@ -298,8 +298,7 @@ void ZygoteClient::FailAllRuns(const std::string& reason, RunFailure cause) {
     std::lock_guard<std::mutex> lock(slot->mu);
     if (slot->exited) {
       // Its end was told; the zygote took whatever was left of it along.
-      slot->torn_down = true;
-      slot->torn_down_at = std::chrono::steady_clock::now();
+      slot->MarkTornDown();
       slot->Notify();
       continue;
     }
@@ -343,8 +342,7 @@ void ZygoteClient::Dispatch(const ipc::Header& h, const std::string& payload) {
     slot->oom_killed = (h.reserved & ipc::kExitedOomKilled) != 0;
     slot->ended_by = h.reserved & ipc::kExitedByZygote;
   } else if (h.type == ipc::Type::kReaped) {
-    slot->torn_down = true;
-    slot->torn_down_at = std::chrono::steady_clock::now();
+    slot->MarkTornDown();
   } else if (h.type == ipc::Type::kCounted) {
     ++slot->counted;
     slot->count_ended = h.value != 0;

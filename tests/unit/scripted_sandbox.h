@@ -205,8 +205,7 @@ class ScriptedSandbox : public SandboxLink {
     run.ended = true;
     std::lock_guard<std::mutex> lock(run.slot->mu);
     run.slot->exited = true;
-    run.slot->torn_down = true;  // kExited and kReaped at once: nothing scripted lingers
-    run.slot->torn_down_at = std::chrono::steady_clock::now();
+    run.slot->MarkTornDown();  // kExited and kReaped at once: nothing scripted lingers
     run.slot->wait_status = wait_status;
     run.slot->ended_by = ended_by;
     run.slot->oom_killed = oom;
