@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/bounded_json.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "protocol/eras.h"
@@ -314,7 +315,7 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
     link = std::make_shared<HttpLink>(spec_);
   }
   auto fail = [&](const std::string& what) {
-    *error = what + ": " + *error;
+    *error = Mask(what + ": " + *error, spec_.Secrets());
     if (stdio) {
       std::string tail = stdio->StderrTail();
       if (!tail.empty())
@@ -426,10 +427,24 @@ CallResult Client::Call(const std::string& tool, const nlohmann::json& arguments
     if (!link) return out;
     r = Rpc(*link, "tools/call", params, deadline, &out.error);
   }
-  if (!r) return out;
+  if (!r) {
+    out.error = Mask(out.error, spec_.Secrets());
+    return out;
+  }
+  // An upstream that echoes a credential (in an error's text, say) does not
+  // hand it to the run: each of the entry's secrets becomes "***".
+  std::string text = r->dump();
+  out.bytes = static_cast<int64_t>(text.size());
+  const std::string masked = Mask(text, spec_.Secrets());
+  if (masked == text) {
+    out.result = std::move(*r);
+  } else if (bounded_json::Parsed p = bounded_json::Parse(masked); p.ok()) {
+    out.result = std::move(p.value);
+  } else {
+    out.error = "its result held one of the entry's secrets, and was withheld";
+    return out;
+  }
   out.ok = true;
-  out.bytes = static_cast<int64_t>(r->dump().size());
-  out.result = std::move(*r);
   return out;
 }
 

@@ -1,16 +1,58 @@
 #include "upstream/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/bounded_json.h"
 
 namespace mcpexec::upstream {
 
 namespace {
+
+bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// value with each ${NAME} and ${NAME:-default} replaced by the variable's
+// value (a '$' before anything else stays as it is); the values used are
+// added to *used. False, with *error naming the variable, when one is not
+// set and has no default, or a reference is not closed.
+bool Expand(const std::string& value, const Lookup& lookup, std::string* out,
+            std::vector<std::string>* used, std::string* error) {
+  out->clear();
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value.compare(i, 2, "${") != 0) {
+      *out += value[i];
+      continue;
+    }
+    const size_t close = value.find('}', i + 2);
+    const std::string inner =
+        close == std::string::npos ? std::string() : value.substr(i + 2, close - i - 2);
+    const size_t dash = inner.find(":-");
+    const std::string name = inner.substr(0, dash);
+    bool good = !name.empty() && IsNameStart(name[0]) &&
+                (dash == std::string::npos || inner.find("${", dash) == std::string::npos);
+    for (char c : name) good = good && IsNameChar(c);
+    if (!good) {
+      *error = "has a ${ that is not ${NAME} or ${NAME:-default}";
+      return false;
+    }
+    const char* set = lookup(name);
+    if (set == nullptr && dash == std::string::npos) {
+      *error = "names the environment variable " + name + ", which is not set";
+      return false;
+    }
+    const std::string resolved = set != nullptr ? set : inner.substr(dash + 2);
+    if (set != nullptr && resolved.size() >= 4) used->push_back(resolved);
+    *out += resolved;
+    i = close;
+  }
+  return true;
+}
 
 bool StringMap(const nlohmann::json& j, const std::string& what, const std::string& name,
                std::map<std::string, std::string>* out, std::string* error) {
@@ -45,7 +87,65 @@ bool StringList(const nlohmann::json& j, const std::string& what, const std::str
   return true;
 }
 
-bool ParseOne(const std::string& name, const nlohmann::json& e, Spec* s, std::string* error) {
+// The ${NAME} references of a map's values resolved in place.
+bool ExpandAll(const std::string& what, const Lookup& lookup, Spec* s,
+               std::map<std::string, std::string>* values, std::string* error) {
+  for (auto& [k, v] : *values) {
+    std::string resolved, why;
+    if (!Expand(v, lookup, &resolved, &s->referenced, &why)) {
+      *error = "upstream '" + s->name + "': \"" + what + "\"." + k + " " + why;
+      return false;
+    }
+    v = std::move(resolved);
+  }
+  return true;
+}
+
+// A "url" entry's own keys: the URL, its headers (their ${NAME}s resolved)
+// and its "ca".
+bool ParseUrlEntry(const std::string& name, const nlohmann::json& e, const Lookup& lookup, Spec* s,
+                   std::string* error) {
+  if (!e["url"].is_string()) {
+    *error = "upstream '" + name + "': \"url\" must be a string";
+    return false;
+  }
+  s->url = e["url"].get<std::string>();
+  Url u;
+  std::string why;
+  if (!ParseUrl(s->url, &u, &why)) {
+    *error = "upstream '" + name + "': \"url\" " + why;
+    return false;
+  }
+  if (!StringMap(e.value("headers", nlohmann::json()), "headers", name, &s->headers, error)) {
+    return false;
+  }
+  if (e.contains("args") || e.contains("env")) {
+    *error = "upstream '" + name + "': \"args\" and \"env\" are for a \"command\" server";
+    return false;
+  }
+  if (!ExpandAll("headers", lookup, s, &s->headers, error)) return false;
+  for (const auto& [k, v] : s->headers) {
+    if ((k + v).find_first_of("\r\n", 0, 3) != std::string::npos) {
+      *error = "upstream '" + name + "': \"headers\"." + k + " holds a line break or a NUL";
+      return false;
+    }
+  }
+  if (e.contains("ca")) {
+    if (!e["ca"].is_string() || e["ca"].get<std::string>().empty()) {
+      *error = "upstream '" + name + "': \"ca\" must be a file's path";
+      return false;
+    }
+    if (!u.tls) {
+      *error = "upstream '" + name + "': \"ca\" is for an https \"url\"";
+      return false;
+    }
+    s->ca = e["ca"].get<std::string>();
+  }
+  return true;
+}
+
+bool ParseOne(const std::string& name, const nlohmann::json& e, const Lookup& lookup, Spec* s,
+              std::string* error) {
   s->name = name;
   if (name.empty() || name.size() > 64) {
     *error = "upstream '" + name + "': a name must have 1 to 64 characters";
@@ -55,14 +155,14 @@ bool ParseOne(const std::string& name, const nlohmann::json& e, Spec* s, std::st
     *error = "upstream '" + name + "': its entry must be an object";
     return false;
   }
-  static const char* const kKnown[] = {"command", "args",  "env",  "url",
-                                       "headers", "allow", "type", "transport"};
+  static const char* const kKnown[] = {"command", "args",  "env",  "url",      "headers",
+                                       "ca",      "allow", "type", "transport"};
   for (const auto& [k, v] : e.items()) {
     bool known = false;
     for (const char* n : kKnown) known = known || k == n;
     if (!known) {
       *error = "upstream '" + name + "': unknown key \"" + k +
-               "\" (known: command, args, env, url, headers, allow)";
+               "\" (known: command, args, env, url, headers, ca, allow)";
       return false;
     }
   }
@@ -82,29 +182,13 @@ bool ParseOne(const std::string& name, const nlohmann::json& e, Spec* s, std::st
     s->command = e["command"].get<std::string>();
     if (e.contains("args") && !StringList(e["args"], "args", name, &s->args, error)) return false;
     if (!StringMap(e.value("env", nlohmann::json()), "env", name, &s->env, error)) return false;
-    if (e.contains("headers")) {
-      *error = "upstream '" + name + "': \"headers\" is for a \"url\" server";
+    if (e.contains("headers") || e.contains("ca")) {
+      *error = "upstream '" + name + "': \"headers\" and \"ca\" are for a \"url\" server";
       return false;
     }
-  } else {
-    if (!e["url"].is_string()) {
-      *error = "upstream '" + name + "': \"url\" must be a string";
-      return false;
-    }
-    s->url = e["url"].get<std::string>();
-    Url u;
-    std::string why;
-    if (!ParseUrl(s->url, &u, &why)) {
-      *error = "upstream '" + name + "': \"url\" " + why;
-      return false;
-    }
-    if (!StringMap(e.value("headers", nlohmann::json()), "headers", name, &s->headers, error)) {
-      return false;
-    }
-    if (e.contains("args") || e.contains("env")) {
-      *error = "upstream '" + name + "': \"args\" and \"env\" are for a \"command\" server";
-      return false;
-    }
+    if (!ExpandAll("env", lookup, s, &s->env, error)) return false;
+  } else if (!ParseUrlEntry(name, e, lookup, s, error)) {
+    return false;
   }
   if (e.contains("allow")) {
     if (!StringList(e["allow"], "allow", name, &s->allow, error)) return false;
@@ -122,10 +206,14 @@ std::vector<std::string> Spec::Secrets() const {
       if (v.size() >= 4) out.push_back(v);
     }
   }
+  out.insert(out.end(), referenced.begin(), referenced.end());
   return out;
 }
 
-bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* error) {
+const char* ProcessEnvironment(const std::string& name) { return std::getenv(name.c_str()); }
+
+bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* error,
+                const Lookup& lookup) {
   bounded_json::Parsed parsed = bounded_json::Parse(text);
   if (!parsed.ok()) {
     *error = parsed.error;
@@ -144,7 +232,7 @@ bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* 
   std::map<std::string, std::string> python_names;
   for (const auto& [name, entry] : servers.items()) {
     Spec s;
-    if (!ParseOne(name, entry, &s, error)) return false;
+    if (!ParseOne(name, entry, lookup, &s, error)) return false;
     auto [it, fresh] = python_names.emplace(PythonName(name), name);
     if (!fresh) {
       *error = "upstreams '" + it->second + "' and '" + name + "' would both be mcp_tools." +
@@ -162,11 +250,31 @@ bool LoadSpecs(const std::string& path, std::vector<Spec>* specs, std::string* e
     *error = "cannot read " + path;
     return false;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!ParseSpecs(ss.str(), specs, error)) {
+  std::string text(kMaxFile + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxFile) {
+    *error = path + ": is larger than " + std::to_string(kMaxFile >> 20) + " MiB";
+    return false;
+  }
+  if (!ParseSpecs(text, specs, error)) {
     *error = path + ": " + *error;
     return false;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  for (Spec& s : *specs) {
+    if (s.ca.empty()) continue;
+    if (s.ca[0] != '/') s.ca = folder + (folder == "." ? "/" : "") + s.ca;
+    struct stat st {};
+    if (stat(s.ca.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(s.ca.c_str(), R_OK) != 0) {
+      *error = path + ": upstream '" + s.name + "': \"ca\" " + s.ca + " is not a readable file";
+      return false;
+    }
+    if (static_cast<size_t>(st.st_size) > kMaxFile) {
+      *error = path + ": upstream '" + s.name + "': \"ca\" " + s.ca + " is larger than 1 MiB";
+      return false;
+    }
   }
   return true;
 }
@@ -193,15 +301,10 @@ std::string PythonName(const std::string& name) {
 }
 
 bool ParseUrl(const std::string& url, Url* out, std::string* error) {
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0) {
-    *error =
-        "is https: TLS to an upstream is not supported; reach it over http on a trusted "
-        "network, or run it as a stdio server";
-    return false;
-  }
+  out->tls = url.rfind("https://", 0) == 0;
+  const std::string scheme = out->tls ? "https://" : "http://";
   if (url.rfind(scheme, 0) != 0) {
-    *error = "must start with http://";
+    *error = "must start with https:// or http://";
     return false;
   }
   std::string rest = url.substr(scheme.size());
@@ -216,7 +319,7 @@ bool ParseUrl(const std::string& url, Url* out, std::string* error) {
   size_t colon = authority.rfind(':');
   if (bracket != std::string::npos && colon < bracket) colon = std::string::npos;
   out->host = authority.substr(0, colon);
-  out->port = 80;
+  out->port = out->tls ? 443 : 80;
   if (colon != std::string::npos) {
     std::string port = authority.substr(colon + 1);
     char* end = nullptr;

@@ -4,7 +4,11 @@
 // without including <utility>.
 #include <utility>
 // clang-format on
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdint>
@@ -17,6 +21,7 @@ namespace mcpexec::upstream {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
+namespace ssl = boost::asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -33,7 +38,8 @@ using Parser = bhttp::response_parser<bhttp::buffer_body>;
 
 // One POST's connection: an io_context of its own, run on the caller's
 // thread one step at a time, each step held to the deadline by the
-// stream's timer. Abort may come from any thread.
+// stream's timer (under TLS too: the TLS stream reads and writes through
+// it). Abort may come from any thread.
 struct HttpLink::Exchange {
   explicit Exchange(Clock::time_point until) : deadline(until) {}
 
@@ -50,6 +56,19 @@ struct HttpLink::Exchange {
     return aborted ? beast::error_code(asio::error::operation_aborted) : result;
   }
 
+  // One operation on the connection as the request goes: through TLS
+  // when there is a session, on the socket itself otherwise.
+  template <class Operation>
+  beast::error_code Io(Operation operation) {
+    return Step([&](auto handler) {
+      if (tls) {
+        operation(*tls, handler);
+      } else {
+        operation(stream, handler);
+      }
+    });
+  }
+
   // From another thread: the step running ends now, and so does every
   // step after it (the socket is shut, not only the operation cancelled,
   // so that a step a composed operation starts next fails at once too).
@@ -64,6 +83,7 @@ struct HttpLink::Exchange {
 
   asio::io_context ioc{1};
   beast::tcp_stream stream{ioc};
+  std::optional<ssl::stream<beast::tcp_stream&>> tls;  // https
   beast::flat_buffer buffer{kMaxBuffered};
   Clock::time_point deadline;
   std::atomic<bool> aborted{false};
@@ -91,8 +111,9 @@ bool NextPiece(HttpLink::Exchange& ex, Parser& parser, std::string* out, beast::
   bhttp::buffer_body::value_type& body = parser.get().body();
   body.data = piece;
   body.size = sizeof piece;
-  beast::error_code e =
-      ex.Step([&](auto handler) { bhttp::async_read_some(ex.stream, ex.buffer, parser, handler); });
+  beast::error_code e = ex.Io([&](auto& stream, auto handler) {
+    bhttp::async_read_some(stream, ex.buffer, parser, handler);
+  });
   if (e == bhttp::error::need_buffer) e = {};
   out->append(piece, sizeof piece - body.size);
   body.data = nullptr;
@@ -156,8 +177,9 @@ std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann:
   // cap before its first byte, an event stream's events are bounded one by
   // one (EventStream).
   parser.body_limit(std::numeric_limits<uint64_t>::max());
-  if (beast::error_code ec = ex.Step(
-          [&](auto handler) { bhttp::async_read_header(ex.stream, ex.buffer, parser, handler); })) {
+  if (beast::error_code ec = ex.Io([&](auto& stream, auto handler) {
+        bhttp::async_read_header(stream, ex.buffer, parser, handler);
+      })) {
     *error = Why(ec);
     return std::nullopt;
   }
@@ -190,6 +212,42 @@ std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann:
   return j;
 }
 
+// The TLS session on a connected stream: the server's chain verified
+// against the trusted CAs, and its name against the URL's host (its
+// address, when the host is one); SNI names the host when it is a name.
+bool Handshake(HttpLink::Exchange& ex, ssl::context& context, const std::string& host,
+               std::string* error) {
+  ex.tls.emplace(ex.stream, context);
+  SSL* native = ex.tls->native_handle();
+  beast::error_code not_an_address;
+  asio::ip::make_address(host, not_an_address);
+  X509_VERIFY_PARAM* param = SSL_get0_param(native);
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  const bool set = not_an_address
+                       ? SSL_set_tlsext_host_name(native, host.c_str()) == 1 &&
+                             X509_VERIFY_PARAM_set1_host(param, host.data(), host.size()) == 1
+                       : X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1;
+  if (!set) {
+    *error = "cannot set up TLS for the host " + host;
+    return false;
+  }
+  ex.tls->set_verify_mode(ssl::verify_peer);
+  const beast::error_code ec =
+      ex.Step([&](auto handler) { ex.tls->async_handshake(ssl::stream_base::client, handler); });
+  if (!ec) return true;
+  const long verified = SSL_get_verify_result(native);
+  if (ec == asio::error::operation_aborted) {
+    *error = Why(ec);
+  } else if (verified != X509_V_OK) {
+    *error = "its certificate was refused: " + std::string(X509_verify_cert_error_string(verified));
+  } else if (ec == beast::error::timeout) {
+    *error = "it did not finish the TLS handshake in time";
+  } else {
+    *error = "the TLS handshake failed: " + ec.message();
+  }
+  return false;
+}
+
 // A header value as sent: nothing that could end the line it is on.
 bool Sendable(const std::string& value) {
   return value.find_first_of("\r\n", 0, 3) == std::string::npos;
@@ -197,9 +255,25 @@ bool Sendable(const std::string& value) {
 
 }  // namespace
 
+struct HttpLink::TlsContext {
+  ssl::context context{ssl::context::tls_client};
+  std::string error;  // why the context cannot be used, said by every POST
+};
+
 HttpLink::HttpLink(const Spec& spec) : spec_(spec) {
   std::string error;
   ParseUrl(spec_.url, &url_, &error);  // checked when the file was read
+  if (!url_.tls) return;
+  tls_ = std::make_unique<TlsContext>();
+  SSL_CTX_set_min_proto_version(tls_->context.native_handle(), TLS1_2_VERSION);
+  beast::error_code ec;
+  if (spec_.ca.empty()) {
+    tls_->context.set_default_verify_paths(ec);
+    if (ec) tls_->error = "cannot read the system's CA store: " + ec.message();
+  } else {
+    tls_->context.load_verify_file(spec_.ca, ec);
+    if (ec) tls_->error = "cannot use \"ca\" " + spec_.ca + ": " + ec.message();
+  }
 }
 
 HttpLink::~HttpLink() = default;
@@ -226,6 +300,10 @@ void HttpLink::Close(Exchange* exchange) {
 
 std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
                                              Clock::time_point deadline, std::string* error) {
+  if (tls_ && !tls_->error.empty()) {
+    *error = tls_->error;
+    return std::nullopt;
+  }
   Exchange ex(deadline);
   if (!Open(&ex, error)) return std::nullopt;
   struct Closer {
@@ -250,10 +328,13 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
                        (ec == beast::error::timeout ? "it did not answer in time" : ec.message());
     return std::nullopt;
   }
+  if (tls_ && !Handshake(ex, tls_->context, url_.host, error)) return std::nullopt;
 
   bhttp::request<bhttp::string_body> request{bhttp::verb::post, url_.target, 11};
   const bool v6 = url_.host.find(':') != std::string::npos;
-  request.set(bhttp::field::host, (v6 ? "[" + url_.host + "]" : url_.host) + ":" + port);
+  const bool default_port = url_.port == (url_.tls ? 443 : 80);
+  request.set(bhttp::field::host,
+              (v6 ? "[" + url_.host + "]" : url_.host) + (default_port ? "" : ":" + port));
   request.set(bhttp::field::content_type, "application/json");
   request.set(bhttp::field::accept, "application/json, text/event-stream");
   request.set(bhttp::field::connection, "close");
@@ -273,7 +354,8 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
   for (const auto& [k, v] : spec_.headers) request.set(k, v);
   request.body() = message.dump();
   request.prepare_payload();
-  if ((ec = ex.Step([&](auto handler) { bhttp::async_write(ex.stream, request, handler); }))) {
+  if ((ec = ex.Io(
+           [&](auto& stream, auto handler) { bhttp::async_write(stream, request, handler); }))) {
     *error = ec == beast::error::timeout ? "it did not read its input in time" : Why(ec);
     return std::nullopt;
   }

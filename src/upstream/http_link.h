@@ -1,12 +1,16 @@
 // A streamable HTTP upstream, spoken to through Boost.Beast (the stack the
 // server's own HTTP transport stands on): one POST per message, answered
-// with JSON or with an event stream that carries the response. Every step
+// with JSON or with an event stream that carries the response. An https
+// URL is spoken to over TLS (OpenSSL through Asio): TLS 1.2 or later, the
+// server's chain verified against the system's CA store or the entry's
+// "ca" file, its name (or address) against the URL's host, SNI sent. Every step
 // of a POST (connect, write, each read) is held to the call's deadline by
 // Beast's stream timer, and every answer is read with bounds: 64 KiB for
 // the head and the chunk lines, kMaxMessage for a message.
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,7 +41,8 @@ class HttpLink : public Link {
   void Abort() override;  // ends the POSTs in flight, and refuses new ones
   void SetProtocolVersion(const std::string& v);
 
-  struct Exchange;  // one POST's connection (http_link.cc)
+  struct Exchange;    // one POST's connection (http_link.cc)
+  struct TlsContext;  // https: the trusted CAs and the settings (http_link.cc)
 
  private:
   // One POST; the answer with the message's id (or, with no id, none
@@ -49,6 +54,7 @@ class HttpLink : public Link {
 
   const Spec spec_;
   Url url_;
+  std::unique_ptr<TlsContext> tls_;
   std::mutex mu_;
   std::string session_id_;
   std::string protocol_version_;

@@ -152,7 +152,7 @@ DOCS = os.path.join(ROOT, "docs")
 docs_text = "".join(open(os.path.join(DOCS, f), encoding="utf-8").read()
                     for f in sorted(os.listdir(DOCS)) if f.endswith(".md")) if os.path.isdir(DOCS) else ""
 # A code-mode upstreams file (```json upstreams) is not a client's config: it
-# must parse and give each server either a command or an http:// url.
+# must parse and give each server either a command or an http(s):// url.
 upstream_blocks = re.findall(r"```json upstreams\n(.*?)```", text + docs_text, re.S)
 check(len(upstream_blocks) >= 1, f"{len(upstream_blocks)} upstreams blocks in README and docs/")
 for i, block in enumerate(upstream_blocks):
@@ -163,8 +163,8 @@ for i, block in enumerate(upstream_blocks):
         continue
     for name, entry in servers.items():
         has_command, has_url = "command" in entry, "url" in entry
-        check(has_command != has_url and (has_command or entry["url"].startswith("http://")),
-              f"upstreams block {i + 1} {name}: a command or an http:// url")
+        check(has_command != has_url and (has_command or entry["url"].startswith(("http://", "https://"))),
+              f"upstreams block {i + 1} {name}: a command or an http(s):// url")
 blocks = re.findall(r"```json\n(.*?)```", text, re.S)
 check(len(blocks) >= 4, f"README has {len(blocks)} JSON blocks")
 blocks += re.findall(r"```json\n(.*?)```", docs_text, re.S)

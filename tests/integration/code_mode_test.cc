@@ -374,7 +374,8 @@ TEST(CodeModeStartTest, ABadUpstreamStopsTheStartNamingIt) {
        "upstream 'everything': \"allow\" names 'no-such-tool'"},
       {{{"web", {{"url", "http://127.0.0.1:9/mcp"}}}},
        "upstream 'web' (url http://127.0.0.1:9/mcp) could not be started"},
-      {{{"tls", {{"url", "https://example.invalid/mcp"}}}}, "upstream 'tls': \"url\" is https"},
+      {{{"ftp", {{"url", "ftp://127.0.0.1:9/mcp"}}}},
+       "upstream 'ftp': \"url\" must start with https:// or http://"},
       {{{"both", {{"url", "http://127.0.0.1:9/"}, {"command", "x"}}}}, "upstream 'both'"},
   };
   for (const Case& c : cases) {

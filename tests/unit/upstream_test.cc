@@ -1,6 +1,12 @@
 // Code mode's upstreams without a server: the MCP_EXEC_UPSTREAMS file, the
 // allow list, Python names, URLs, and what a tool's result gives the run.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 
 #include "upstream/config.h"
 #include "upstream/upstreams.h"
@@ -43,9 +49,14 @@ TEST(UpstreamConfigTest, EveryBadEntryIsRefusedNamingIt) {
       {R"({"mcpServers": {"a": {"command": "x", "args": "y"}}})", "\"args\" must be an array"},
       {R"({"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}})", "\"env\".K must be a string"},
       {R"({"mcpServers": {"a": {"command": "x", "allow": "echo"}}})", "\"allow\" must be"},
-      {R"({"mcpServers": {"a": {"command": "x", "headers": {}}}})", "\"headers\" is for a \"url\""},
-      {R"({"mcpServers": {"a": {"url": "https://h/"}}})", "is https"},
-      {R"({"mcpServers": {"a": {"url": "ftp://h/"}}})", "must start with http://"},
+      {R"({"mcpServers": {"a": {"command": "x", "headers": {}}}})",
+       "\"headers\" and \"ca\" are for a \"url\""},
+      {R"({"mcpServers": {"a": {"command": "x", "ca": "c.pem"}}})", "are for a \"url\""},
+      {R"({"mcpServers": {"a": {"url": "http://h/", "ca": "c.pem"}}})", "for an https \"url\""},
+      {R"({"mcpServers": {"a": {"url": "https://h/", "ca": 1}}})", "\"ca\" must be a file"},
+      {R"({"mcpServers": {"a": {"url": "ftp://h/"}}})", "must start with https:// or http://"},
+      {R"({"mcpServers": {"a": {"url": "http://h/", "headers": {"X": "a\r\nB: c"}}}})",
+       "\"headers\".X holds a line break"},
       {R"({"mcpServers": {"a": {"url": "http://u:p@h/"}}})", "credentials in \"headers\""},
       {R"({"mcpServers": {"a": {"url": "http://h:99999/"}}})", "bad port"},
       {R"({"mcpServers": {"a": {"command": "x", "alow": []}}})", "unknown key \"alow\""},
@@ -58,6 +69,81 @@ TEST(UpstreamConfigTest, EveryBadEntryIsRefusedNamingIt) {
     EXPECT_FALSE(ParseSpecs(c.text, &specs, &error)) << c.text;
     EXPECT_NE(error.find(c.needle), std::string::npos) << c.text << " -> " << error;
   }
+}
+
+// The client apps' ${NAME} references, resolved from the server's own
+// environment (here a map standing in for it).
+TEST(UpstreamConfigTest, ValuesNameEnvironmentVariables) {
+  const std::map<std::string, std::string> env = {{"GITHUB_TOKEN", "ghp_secret1"},
+                                                  {"REGION", "eu"}};
+  const Lookup lookup = [&](const std::string& name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  std::vector<Spec> specs;
+  std::string error;
+  ASSERT_TRUE(ParseSpecs(R"({"mcpServers": {
+      "gh": {"url": "https://api.example/mcp",
+             "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Cost": "$5",
+                         "X-Region": "${REGION}-${ZONE:-1}", "X-Empty": "${UNSET:-}"}},
+      "local": {"command": "x", "env": {"TOKEN": "${GITHUB_TOKEN}"}}}})",
+                         &specs, &error, lookup))
+      << error;
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].headers.at("Authorization"), "Bearer ghp_secret1");
+  EXPECT_EQ(specs[0].headers.at("X-Cost"), "$5");
+  EXPECT_EQ(specs[0].headers.at("X-Region"), "eu-1");
+  EXPECT_EQ(specs[0].headers.at("X-Empty"), "");
+  EXPECT_EQ(specs[1].env.at("TOKEN"), "ghp_secret1");
+  // The variable's value is a secret of its own: a message that shows the
+  // token without "Bearer " is masked too.
+  const std::vector<std::string> secrets = specs[0].Secrets();
+  EXPECT_NE(std::find(secrets.begin(), secrets.end(), "ghp_secret1"), secrets.end());
+
+  const struct {
+    const char* text;
+    const char* needle;
+  } bad[] = {
+      {R"({"mcpServers": {"a": {"url": "http://h/", "headers": {"A": "${NOPE}"}}}})",
+       "upstream 'a': \"headers\".A names the environment variable NOPE, which is not set"},
+      {R"({"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}}}})",
+       "\"env\".K names the environment variable NOPE"},
+      {R"({"mcpServers": {"a": {"command": "x", "env": {"K": "${GITHUB_TOKEN"}}}})",
+       "is not ${NAME} or ${NAME:-default}"},
+      {R"({"mcpServers": {"a": {"command": "x", "env": {"K": "${1X}"}}}})", "is not ${NAME}"},
+  };
+  for (const auto& c : bad) {
+    specs.clear();
+    EXPECT_FALSE(ParseSpecs(c.text, &specs, &error, lookup)) << c.text;
+    EXPECT_NE(error.find(c.needle), std::string::npos) << c.text << " -> " << error;
+    EXPECT_EQ(error.find("ghp_secret1"), std::string::npos) << error;
+  }
+}
+
+// A relative "ca" is the upstreams file's neighbour; one that is not a
+// readable file stops the start.
+TEST(UpstreamConfigTest, CaIsTakenBesideTheFile) {
+  char dir[] = "/tmp/mcp-exec-ca-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string folder = dir;
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+  };
+  write(folder + "/ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  write(folder + "/up.json", R"({"mcpServers": {"t": {"url": "https://h/mcp", "ca": "ca.pem"}}})");
+  write(folder + "/bad.json",
+        R"({"mcpServers": {"t": {"url": "https://h/mcp", "ca": "missing.pem"}}})");
+  std::vector<Spec> specs;
+  std::string error;
+  ASSERT_TRUE(LoadSpecs(folder + "/up.json", &specs, &error)) << error;
+  EXPECT_EQ(specs.at(0).ca, folder + "/ca.pem");
+  specs.clear();
+  EXPECT_FALSE(LoadSpecs(folder + "/bad.json", &specs, &error));
+  EXPECT_NE(error.find("upstream 't': \"ca\" " + folder + "/missing.pem is not a readable file"),
+            std::string::npos)
+      << error;
+  for (const char* name : {"/ca.pem", "/up.json", "/bad.json"}) unlink((folder + name).c_str());
+  rmdir(dir);
 }
 
 TEST(UpstreamConfigTest, AllowTakesNamesAndPrefixes) {
@@ -89,6 +175,15 @@ TEST(UpstreamConfigTest, PythonNamesAndUrls) {
   ASSERT_TRUE(ParseUrl("http://[::1]/", &u, &error));
   EXPECT_EQ(u.host, "::1");
   EXPECT_EQ(u.port, 80);
+  EXPECT_FALSE(u.tls);
+  ASSERT_TRUE(ParseUrl("https://mcp.example.com/v1/mcp", &u, &error));
+  EXPECT_TRUE(u.tls);
+  EXPECT_EQ(u.host, "mcp.example.com");
+  EXPECT_EQ(u.port, 443);
+  EXPECT_EQ(u.target, "/v1/mcp");
+  ASSERT_TRUE(ParseUrl("https://127.0.0.1:8443", &u, &error));
+  EXPECT_EQ(u.port, 8443);
+  EXPECT_EQ(u.target, "/");
 }
 
 TEST(UpstreamValueTest, StructuredFirstThenTextThenTheItems) {

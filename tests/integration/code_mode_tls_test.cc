@@ -1,0 +1,199 @@
+// Issue 40, points 1 and 2: code mode over an https upstream, and secrets
+// named by reference. The upstream is tests/upstreams/tls_upstream.py on
+// 127.0.0.1, serving a certificate from a throwaway CA the test makes with
+// the openssl command (tests/upstreams/make_test_ca.sh); the bearer token
+// it demands reaches the server only as an environment variable the
+// upstreams file names.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "server_process.h"
+#include "test_binary.h"
+
+namespace mcpexec::testing {
+namespace {
+
+bool Has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+const std::string kToken = "tls-token-5d1e8b2a";
+
+// A folder of its own with the test CA, its certificates, and the
+// upstreams files written beside them (a relative "ca" is read from there).
+class Material {
+ public:
+  Material() {
+    char dir[] = "/tmp/mcp-exec-tls-XXXXXX";
+    EXPECT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    const std::string make = std::string(MCP_EXEC_UPSTREAMS_DIR) + "/make_test_ca.sh " + dir_ +
+                             " >" + dir_ + "/make.log 2>&1";
+    ok_ = system(make.c_str()) == 0;
+    EXPECT_TRUE(ok_) << "make_test_ca.sh failed (is the openssl command installed?)";
+  }
+  ~Material() { system(("rm -rf " + dir_).c_str()); }
+  const std::string& dir() const { return dir_; }
+  bool ok() const { return ok_; }
+  std::string Write(const std::string& name, const json& servers) const {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << json{{"mcpServers", servers}}.dump(2);
+    return path;
+  }
+
+ private:
+  std::string dir_;
+  bool ok_ = false;
+};
+
+// tls_upstream.py serving `cert`, demanding "Bearer <kToken>"; its port is
+// its first line of output.
+class TlsUpstream {
+ public:
+  TlsUpstream(const Material& m, const std::string& cert) {
+    int out[2];
+    EXPECT_EQ(pipe(out), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      int null_fd = open("/dev/null", O_WRONLY);
+      dup2(null_fd, 2);
+      close(out[0]);
+      setenv("TLS_UPSTREAM_AUTH", ("Bearer " + kToken).c_str(), 1);
+      const std::string script = std::string(MCP_EXEC_UPSTREAMS_DIR) + "/tls_upstream.py";
+      const std::string c = m.dir() + "/" + cert + ".pem", k = m.dir() + "/" + cert + ".key";
+      execl("/usr/bin/python3", "python3", script.c_str(), c.c_str(), k.c_str(), nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* f = fdopen(out[0], "r");
+    if (fscanf(f, "%d", &port_) != 1) port_ = 0;
+    fclose(f);
+    EXPECT_GT(port_, 0) << "the TLS upstream did not start";
+  }
+  ~TlsUpstream() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  std::string Url(const std::string& host) const {
+    return "https://" + host + ":" + std::to_string(port_) + "/mcp";
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+json Entry(const std::string& url, const char* ca) {
+  json e = {{"url", url}, {"headers", {{"Authorization", "Bearer ${MCP_EXEC_TEST_TOKEN}"}}}};
+  if (ca != nullptr) e["ca"] = ca;
+  return e;
+}
+
+// Over https with the entry's own CA, by name (SNI and the name checked)
+// and by address; the token comes from the server's environment and is
+// found nowhere a run, a result, the log or the description shows.
+TEST(CodeModeTlsTest, AnHttpsUpstreamWithItsCaAndASecretByReference) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server");
+  const std::string config = m.Write(
+      "up.json", {{"byname", Entry(up.Url("localhost"), "ca.pem")},
+                  {"byaddress", Entry(up.Url("127.0.0.1"), (m.dir() + "/ca.pem").c_str())}});
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  json init = s.Initialize();
+  json r = s.Exec(
+      "import mcp_tools, os, socket\n"
+      "print(mcp_tools.byname.echo(message='over tls'))\n"
+      "print(repr(mcp_tools.byname.sni()), repr(mcp_tools.byaddress.sni()))\n"
+      "print(mcp_tools.byaddress.stats(values=[1, 2, 3])['mean'])\n"
+      "print(mcp_tools.byname.whoami())\n"
+      "print(sorted(k for k in os.environ if 'TOKEN' in k))\n"
+      "try:\n"
+      "    socket.create_connection(('127.0.0.1', " +
+      std::to_string(up.port()) +
+      "))\n    print('reached the upstream directly')\n"
+      "except OSError as e:\n    print('no direct way', type(e).__name__)\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  // SNI carries a name, never an address (RFC 6066).
+  EXPECT_EQ(r["stdout"],
+            "Echo: over tls\n'localhost' ''\n2.0\nyou sent ***\n[]\nno direct way "
+            "PermissionError\n")
+      << r.dump();
+  json tools = s.Request("tools/list", json::object());
+  for (const std::string& shown : {r.dump(), tools.dump(), init.dump(), s.Stderr()}) {
+    EXPECT_FALSE(Has(shown, kToken)) << shown;
+  }
+  EXPECT_TRUE(s.StderrHas("\"transport\":\"http\""));
+}
+
+struct Refusal {
+  const char* what;
+  std::string cert;    // what the upstream serves
+  std::string host;    // how the entry names it
+  const char* ca;      // the entry's "ca", or none: the system's store
+  const char* needle;  // in the start's error
+};
+
+// Every certificate that does not prove the server stops the start, naming
+// the upstream and why.
+TEST(CodeModeTlsTest, ACertificateThatDoesNotProveTheServerStopsTheStart) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  const Refusal cases[] = {
+      {"another CA", "server", "127.0.0.1", "other-ca.pem", "unable to get local issuer"},
+      {"the system's store", "server", "localhost", nullptr, "unable to get local issuer"},
+      {"a name it was not made for", "wrong-name", "localhost", "ca.pem", "hostname mismatch"},
+      {"an address it was not made for", "wrong-name", "127.0.0.1", "ca.pem",
+       "IP address mismatch"},
+  };
+  for (const Refusal& c : cases) {
+    TlsUpstream up(m, c.cert);
+    const std::string config = m.Write("bad.json", {{"tls", Entry(up.Url(c.host), c.ca)}});
+    ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+    EXPECT_NE(s.Wait(60000), 0) << c.what;
+    const std::string err = s.Stderr();
+    EXPECT_TRUE(Has(err, "upstream 'tls' (url " + up.Url(c.host) + ") could not be started"))
+        << c.what << "\n"
+        << err;
+    EXPECT_TRUE(Has(err, "its certificate was refused: ")) << c.what << "\n" << err;
+    EXPECT_TRUE(Has(err, c.needle)) << c.what << ": " << c.needle << "\n" << err;
+    EXPECT_FALSE(Has(err, kToken)) << err;
+  }
+}
+
+// A variable the file names but the server's environment lacks stops the
+// start before anything is started, naming it; so does a "ca" that is not
+// a certificate.
+TEST(CodeModeTlsTest, AMissingVariableOrAnUnreadableCaStopsTheStart) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server");
+  {
+    const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+    ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}});
+    EXPECT_NE(s.Wait(60000), 0);
+    EXPECT_TRUE(Has(s.Stderr(),
+                    "upstream 'tls': \"headers\".Authorization names the environment "
+                    "variable MCP_EXEC_TEST_TOKEN, which is not set"))
+        << s.Stderr();
+  }
+  {
+    const std::string config =
+        m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "server.csr")}});
+    ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+    EXPECT_NE(s.Wait(60000), 0);
+    EXPECT_TRUE(Has(s.Stderr(), "cannot use \"ca\" " + m.dir() + "/server.csr")) << s.Stderr();
+  }
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
