@@ -3,9 +3,13 @@
 // timed inside the run), next to the same 100 echo calls made by the
 // official SDK client straight to the same upstream, in the same run of
 // this script: server-everything over stdio, and over streamable HTTP on
-// 127.0.0.1. Printed, never asserted; --quick (the bench_code_mode test)
-// takes fewer rounds and fails only on a wrong answer.
-import { spawn } from 'node:child_process';
+// 127.0.0.1. Then the fan-out: 50 calls to a tool that waits 100 ms
+// (tests/upstreams/tls_upstream.py over https on 127.0.0.1, a throwaway
+// CA), made one by one, awaited together, and from 8 threads, against the
+// ideal 50 / MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT (8) x 100 ms. Printed,
+// never asserted; --quick (the bench_code_mode test) takes fewer rounds and
+// fails only on a wrong answer.
+import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -127,4 +131,73 @@ console.log('| upstream | SDK client direct | from a run via mcp-exec | hop over
 console.log('|---|---|---|---|---|---|');
 for (const [name, d, m] of rows) {
   console.log(`| ${name} | ${fmt(d)} | ${fmt(m.p50)} | ${fmt(m.p50 - d)} | ${(m.p50 / d).toFixed(2)}x | ${fmt(m.call)} |`);
+}
+
+// The fan-out, over https.
+const FANOUT = 50;
+const WAIT_MS = 100;
+const IN_FLIGHT = 8;
+const FORMS = {
+  'one by one': `import mcp_tools, time
+t0 = time.perf_counter()
+got = [mcp_tools.tls.wait(ms=${WAIT_MS}) for _ in range(${FANOUT})]
+assert got.count("waited") == ${FANOUT}, got
+print((time.perf_counter() - t0) * 1000)`,
+  'awaited together (asyncio.gather)': `import asyncio, mcp_tools, time
+t0 = time.perf_counter()
+got = await asyncio.gather(*(mcp_tools.tls.wait(ms=${WAIT_MS}) for _ in range(${FANOUT})))
+assert got.count("waited") == ${FANOUT}, got
+print((time.perf_counter() - t0) * 1000)`,
+  'from 8 threads': `import mcp_tools, time
+from concurrent.futures import ThreadPoolExecutor
+t0 = time.perf_counter()
+with ThreadPoolExecutor(8) as pool:
+    got = list(pool.map(lambda _: mcp_tools.tls.wait(ms=${WAIT_MS}), range(${FANOUT})))
+assert got.count("waited") == ${FANOUT}, got
+print((time.perf_counter() - t0) * 1000)`,
+};
+
+async function fanOut() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-fanout-'));
+  execFileSync(path.join(upstreams, 'make_test_ca.sh'), [dir], { stdio: 'ignore' });
+  const child = spawn('/usr/bin/python3', [path.join(upstreams, 'tls_upstream.py'),
+    path.join(dir, 'server.pem'), path.join(dir, 'server.key')], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.once('data', (d) => resolve(parseInt(String(d), 10)));
+    child.on('exit', (code) => reject(new Error(`tls_upstream.py exited ${code}`)));
+  });
+  const file = path.join(dir, 'upstreams.json');
+  fs.writeFileSync(file, JSON.stringify({ mcpServers: { tls: {
+    url: `https://localhost:${port}/mcp`, ca: 'ca.pem', allow: ['wait'] } } }));
+  const { client } = await connectMcpExec({ env: { MCP_EXEC_UPSTREAMS: file,
+    MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT: String(IN_FLIGHT) } });
+  const out = [];
+  try {
+    for (const [form, code] of Object.entries(FORMS)) {
+      const samples = [];
+      for (let r = 0; r < (quick ? 1 : 3); r++) {
+        const res = await client.callTool({ name: 'exec', arguments: { code, timeout_s: 60 } });
+        const o = res.structuredContent;
+        if (res.isError || o?.exit_code !== 0 || o?.tool_calls !== FANOUT) {
+          throw new Error(`fan-out ${form}: ${JSON.stringify(res).slice(0, 2000)}`);
+        }
+        samples.push(parseFloat(o.stdout));
+      }
+      out.push([form, p50(samples)]);
+    }
+  } finally {
+    await client.close();
+    child.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+const ideal = (FANOUT / IN_FLIGHT) * WAIT_MS;
+console.log(`\nfan-out: ${FANOUT} calls to a tool that waits ${WAIT_MS} ms, https upstream on 127.0.0.1, ` +
+  `MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT=${IN_FLIGHT}, timed inside the run (p50 of ${quick ? 1 : 3})`);
+console.log('| form | ms | against the ideal ' + ideal + ' ms |');
+console.log('|---|---|---|');
+for (const [form, ms] of await fanOut()) {
+  console.log(`| ${form} | ${ms.toFixed(0)} | ${(ms / ideal).toFixed(2)}x |`);
 }

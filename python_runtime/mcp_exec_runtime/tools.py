@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import sys
 import threading
 import types
 
@@ -24,7 +25,13 @@ class ToolError(Exception):
 
 
 ToolError.__module__ = "mcp_tools"  # as tracebacks and the agent should name it
-_tools = {"lock": threading.Lock(), "next": 1, "catalog": None, "fd": -1}
+# "lock": one frame written at a time (and the ids); "cv" guards the rest:
+# the replies read for other threads' calls, whether a thread is reading,
+# why the channel ended. Calls overlap: each thread writes its frame, then
+# one thread at a time reads, keeping what belongs to others.
+_tools = {"lock": threading.Lock(), "next": 1, "catalog": None, "fd": -1,
+          "cv": threading.Condition(), "replies": {}, "reading": False, "ended": None,
+          "closing": None, "pool": None}
 
 
 def configure(tools_fd):
@@ -32,8 +39,7 @@ def configure(tools_fd):
     _tools["fd"] = tools_fd
 
 
-def _tools_io(frame):
-    fd = _tools["fd"]
+def _send_frame(fd, frame):
     with _tools["lock"]:
         frame_id = _tools["next"]
         _tools["next"] += 1
@@ -47,14 +53,61 @@ def _tools_io(frame):
             data = _field(body)
             while data:
                 data = data[os.write(fd, data):]
-            reply = _read_field(fd)
         except OSError as e:
-            raise ToolError("the tool channel is closed (%s): tools can be called only while "
-                            "an exec call runs" % (e.strerror or e)) from None
+            raise ToolError(_closed_text(e)) from None
+    return frame_id
+
+
+def _closed_text(e):
+    return _tools["closing"] or ("the tool channel is closed (%s): tools can be called only "
+                                 "while an exec call runs" % (e.strerror or e))
+
+
+def _await_reply(fd, frame_id):
+    """The reply to frame_id: kept for this thread by another's read, or
+    read here (keeping what comes for others) while no other thread reads."""
+    cv = _tools["cv"]
+    with cv:
+        while True:
+            if frame_id in _tools["replies"]:
+                return _tools["replies"].pop(frame_id)
+            if _tools["ended"] is not None:
+                raise ToolError(_tools["ended"])
+            if not _tools["reading"]:
+                _tools["reading"] = True
+                break
+            cv.wait()
     try:
-        answer = json.loads(reply)
-    except ValueError:
-        raise ToolError("the tool channel sent something that is not JSON") from None
+        while True:
+            try:
+                answer = json.loads(_read_field(fd))
+            except ValueError:
+                answer = None
+            with cv:
+                if not isinstance(answer, dict):
+                    _tools["ended"] = "the tool channel sent something that is not JSON"
+                    raise ToolError(_tools["ended"])
+                reply_id = answer.get("id")
+                if reply_id == frame_id:
+                    return answer
+                if reply_id is None:  # the channel's last word: why it ends
+                    _tools["closing"] = answer.get("error")
+                else:
+                    _tools["replies"][reply_id] = answer
+                cv.notify_all()
+    except OSError as e:
+        with cv:
+            _tools["ended"] = _closed_text(e)
+        raise ToolError(_tools["ended"]) from None
+    finally:
+        with cv:
+            _tools["reading"] = False
+            cv.notify_all()
+
+
+def _tools_io(frame):
+    fd = _tools["fd"]
+    answer = _await_reply(fd, _send_frame(fd, frame))
     if not answer.get("ok"):
         raise ToolError(answer.get("error") or "the call was refused")
     return answer.get("value")
@@ -99,6 +152,69 @@ def _tool_call(server, tool, arguments=None):
         raise ToolError("the arguments cannot be sent as JSON: %s" % e) from None
     return _unpack(_tools_io({"op": "call", "server": server, "tool": tool,
                               "arguments": arguments}))
+
+
+class _Pending:
+    """A call made while an event loop runs in the thread (async def, or a
+    cell with top-level await): already on its way, its value awaited."""
+
+    __slots__ = ("_future", "_what")
+
+    def __init__(self, future, what):
+        self._future, self._what = future, what
+
+    def __await__(self):
+        import asyncio
+
+        return asyncio.wrap_future(self._future).__await__()
+
+    def _said(self):
+        return ("mcp_tools call %s, not awaited: inside async code a call returns an "
+                "awaitable; write `await %s(...)`" % (self._what, self._what))
+
+    def __repr__(self):
+        return "<%s>" % self._said()
+
+    def __getattr__(self, name):
+        raise AttributeError(self._said())
+
+    def _as_value(self, *args):
+        raise TypeError(self._said())
+
+    # Used as the value it is not yet: the same words, whatever the use.
+    __getitem__ = __iter__ = __len__ = __contains__ = __int__ = __float__ = __index__ = _as_value
+    __add__ = __radd__ = __mul__ = __eq__ = __lt__ = __gt__ = _as_value
+    __hash__ = object.__hash__
+
+
+def _dispatch(server, tool, arguments, what):
+    """The value of the call; inside async code an awaitable of it, so that
+    calls overlap (asyncio.gather), up to MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT
+    at a time."""
+    loop = None
+    aio = sys.modules.get("asyncio")
+    if aio is not None:
+        try:
+            loop = aio.get_running_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None:
+        return _tool_call(server, tool, arguments)
+    with _tools["lock"]:
+        if _tools["pool"] is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            workers = _results._limits.get("max_tool_calls_in_flight", 0) or 8
+            _tools["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="mcp_tools")
+    return _Pending(_tools["pool"].submit(_tool_call, server, tool, arguments), what)
+
+
+def _call(server, tool, arguments=None):
+    """Calls TOOL of upstream SERVER (the exact names the servers use) with the
+    arguments dict. Returns its structuredContent, else its text, else its
+    content items; raises mcp_tools.ToolError when there is no value. Inside
+    async code (a running event loop) it returns an awaitable of that."""
+    return _dispatch(server, tool, arguments, "mcp_tools.call")
 
 
 def _py_name(name):
@@ -199,13 +315,14 @@ def _tool_function(server, tool):
     required = set(schema.get("required") or [])
 
     def call_tool(*args, **kwargs):
+        what = "mcp_tools.%s.%s" % (_py_name(server), _py_name(name))
         if args:
             if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
                 _check_arguments(server, name, schema, args[0])
-                return _tool_call(server, name, args[0])
+                return _dispatch(server, name, args[0], what)
             raise TypeError("%s takes keyword arguments (or one dict of them)" % name)
         _check_arguments(server, name, schema, kwargs)
-        return _tool_call(server, name, kwargs)
+        return _dispatch(server, name, kwargs, what)
 
     params = []
     for prop in sorted(props, key=lambda p: p not in required):
@@ -269,7 +386,7 @@ def _build_tools_module(catalog):
                            "arguments). Servers: %s." % ", ".join(
                                _py_name(s) for s in catalog) or "none")
     mod.ToolError = ToolError
-    mod.call = _tool_call
+    mod.call = _call
     mod.servers = {}
 
     def missing(name):  # PEP 562: only for a name the module does not have

@@ -89,6 +89,7 @@ const std::vector<Arg>& Args() {
         OutputArg("max-image-side", &OutputLimits::max_image_side, 1),
         OutputArg("max-link-bytes", &OutputLimits::max_link_bytes, 0),
         OutputArg("max-tool-frame-bytes", &OutputLimits::max_tool_frame_bytes, 0),
+        OutputArg("max-tool-calls-in-flight", &OutputLimits::max_tool_calls_in_flight, 0),
         {"cgroup-version", IntField(&ZygoteArgs::cgroup_version, 0),
          num(&ZygoteArgs::cgroup_version)},
         {"cgroup-memory-dir", TextField(&ZygoteArgs::cgroup_memory_dir),
@@ -137,7 +138,8 @@ std::map<std::string, int64_t> OutputLimits::ByName() const {
           {"max_result_bytes", max_result_bytes},
           {"max_image_side", max_image_side},
           {"max_link_bytes", max_link_bytes},
-          {"max_tool_frame_bytes", max_tool_frame_bytes}};
+          {"max_tool_frame_bytes", max_tool_frame_bytes},
+          {"max_tool_calls_in_flight", max_tool_calls_in_flight}};
 }
 
 std::vector<std::string> ZygoteArgs::ToArgv() const {

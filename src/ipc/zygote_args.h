@@ -38,6 +38,9 @@ struct OutputLimits {
   // runtime refuses bigger arguments itself, keeping the channel open);
   // 0: the server has no upstreams.
   int64_t max_tool_frame_bytes = 0;
+  // Code mode: the calls of one run answered side by side (the runtime
+  // keeps as many threads for awaited calls).
+  int64_t max_tool_calls_in_flight = 0;
   // The most the supervisor keeps of a results pipe: every bound plus room
   // for the records' headers.
   int64_t KeepBytes() const;

@@ -322,12 +322,18 @@ const std::vector<Option>& Options() {
       {"MCP_EXEC_UPSTREAMS", "--upstreams", "(none)", "",
        "code mode: a JSON file naming other MCP servers whose tools runs may call through "
        "`import mcp_tools` ({\"mcpServers\": {NAME: {\"command\", \"args\", \"env\"} or "
-       "{\"url\", \"headers\"}, with an optional \"allow\" list}}); each is started and "
-       "listed at start, and one that cannot be stops the start",
+       "{\"url\" (https:// or http://), \"headers\", \"ca\"}, with an optional \"allow\" "
+       "list}}; ${VAR} in env and headers values is the server's environment variable); each is "
+       "started and listed at start, and one that cannot be stops the start",
        StringField(&Config::upstreams)},
       {"MCP_EXEC_MAX_TOOL_CALLS", "--max-tool-calls", Default(&Config::max_tool_calls), "calls",
        "nested tool calls one exec call may make (code mode); past it each is a ToolError",
        IntField(&Config::max_tool_calls, 1, 100000)},
+      {"MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT", "--max-tool-calls-in-flight",
+       Default(&Config::max_tool_calls_in_flight), "calls",
+       "nested tool calls of one run answered side by side (from threads, or awaited "
+       "together); more wait their turn",
+       IntField(&Config::max_tool_calls_in_flight, 1, 64)},
       {"MCP_EXEC_MAX_TOOL_RESULT_BYTES", "--max-tool-result-bytes",
        Default(&Config::max_tool_result_bytes), "bytes",
        "the largest result of one nested tool call (as JSON), and of one call's arguments (at "

@@ -350,7 +350,8 @@ std::variant<RunOutcome, std::string> Executor::Execute(SessionRun* session, con
   if (tools_) {
     channel.emplace(tools_, std::move(l.fds.tools),
                     started_at + std::chrono::seconds(req.timeout_s),
-                    ToolChannelLimits{config_.max_tool_calls, config_.max_tool_result_bytes},
+                    ToolChannelLimits{config_.max_tool_calls, config_.max_tool_result_bytes,
+                                      config_.max_tool_calls_in_flight},
                     metrics_, *tool_pool_);
   }
   RunIo io(l.run_id, req, cancel, *l.slot, l.fds, outcome, started_at, config_, progress,

@@ -70,6 +70,7 @@ ResultLimits ResultLimitsFor(const Config& c) {
   if (!c.upstreams.empty()) {
     l.max_tool_frame_bytes =
         ToolChannel::MaxRequestBytes({c.max_tool_calls, c.max_tool_result_bytes});
+    l.max_tool_calls_in_flight = c.max_tool_calls_in_flight;
   }
   return l;
 }

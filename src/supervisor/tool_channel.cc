@@ -21,7 +21,7 @@
 namespace mcpexec {
 
 struct ToolChannel::State : std::enable_shared_from_this<State> {
-  // What the answering thread does next, in the order the run sent it: a
+  // What an answering thread does next, in the order the run sent it: a
   // request to answer, a frame ready to write (a refusal), or the end.
   struct Item {
     enum Kind { kRequest, kReply, kEnd } kind;
@@ -40,9 +40,13 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
   std::mutex mu;
   std::condition_variable more;  // an item queued for a lingering thread, or the stop
   std::deque<Item> queue;        // under mu
-  bool working = false;          // a pool thread is answering (under mu)
+  int workers = 0;               // pool threads serving the channel (under mu)
+  int idle = 0;                  // of them, those lingering for an item (under mu)
+  int busy = 0;                  // of them, those answering an item (under mu)
+  bool ending = false;           // the end was taken: shut once nothing is busy (under mu)
   bool stopped = false;          // the run ended (under mu)
   bool shut = false;             // the socket is shut both ways (under mu)
+  std::mutex write_mu;           // one frame written at a time
 
   // However the channel ends, the run's end sees EOF: a call it still
   // makes, or an answer it waits for, fails at once instead of hanging.
@@ -54,17 +58,19 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
     shutdown(fd.get(), SHUT_RDWR);
   }
 
-  // Hands an item to the answering thread, starting one when none runs.
+  // Hands an item to an answering thread: a lingering one, else a new one
+  // while fewer than max_in_flight serve the channel (else the next one
+  // free takes it).
   void Enqueue(Item item) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopped || shut) return;
       queue.push_back(std::move(item));
-      if (working) {
-        more.notify_one();  // the thread answering takes it next
+      if (idle > 0 || workers >= std::max<int64_t>(1, limits.max_in_flight)) {
+        more.notify_one();
         return;
       }
-      working = true;
+      ++workers;
     }
     // Not tied to the ToolChannel: a call in flight when the run ends
     // finishes by the deadline on its own, holding the state (and the
@@ -72,40 +78,50 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
     if (pool->Start([s = shared_from_this()] { s->Work(); })) return;
     log::Error("tool_channel_not_served", {{"why", "no thread"}});
     std::lock_guard<std::mutex> lock(mu);
-    working = false;
+    --workers;
     ShutLocked();
   }
 
-  // A pool thread: answers what is queued, in order, until nothing is and
-  // nothing more came for kLinger (a run calling tools in a loop keeps its
-  // thread from one call to the next; a run that computes holds none).
+  // A pool thread: answers what is queued until nothing is and nothing
+  // more came for kLinger (a run calling tools in a loop keeps its thread
+  // from one call to the next; a run that computes holds none). Up to
+  // max_in_flight threads answer side by side, each reply under its call's
+  // id; the end is taken once every call sent before it is answered.
   void Work() {
     std::unique_lock<std::mutex> lock(mu);
     while (!shut) {
       if (queue.empty() && !stopped) {
-        more.wait_for(lock, kLinger, [&] { return !queue.empty() || stopped; });
+        ++idle;
+        more.wait_for(lock, kLinger, [&] { return !queue.empty() || stopped || shut; });
+        --idle;
       }
-      if (queue.empty() || stopped) break;
+      if (queue.empty() || stopped || shut) break;
       Item item = std::move(queue.front());
       queue.pop_front();
       if (item.kind == Item::kEnd) {
-        ShutLocked();
+        ending = true;
+        queue.clear();
+        if (busy == 0) ShutLocked();
         break;
       }
+      ++busy;
       lock.unlock();
       const bool written =
           WriteFrame(item.kind == Item::kRequest ? Answer(item.body) : std::move(item.body));
       lock.lock();
+      --busy;
       if (!written) ShutLocked();  // the run stopped reading, or ended
+      if (ending && busy == 0) ShutLocked();
     }
-    if (stopped) ShutLocked();
-    working = false;
+    if (stopped && busy == 0) ShutLocked();
+    --workers;
   }
 
   // Writes a frame by the run's deadline (a run that stops reading holds
   // only this thread, and only until then).
   bool WriteFrame(const nlohmann::json& j) {
     const std::string frame = ipc::ToolFrame(j);
+    std::lock_guard<std::mutex> lock(write_mu);
     size_t done = 0;
     const auto until =
         std::max(deadline, std::chrono::steady_clock::now()) + std::chrono::seconds(1);
@@ -138,7 +154,11 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
       return refuse("refused", "a call needs \"server\" and \"tool\" as strings");
     }
     const std::string& server = req["server"].get_ref<const std::string&>();
-    if (calls.load() >= limits.max_calls) {
+    // Counted before it goes out; threads side by side never pass the cap.
+    int64_t made = calls.load();
+    while (made < limits.max_calls && !calls.compare_exchange_weak(made, made + 1)) {
+    }
+    if (made >= limits.max_calls) {
       // Counted under its upstream only when that is a configured one: a
       // label never holds what the run chose (Metrics::RecordToolCall).
       if (metrics) metrics->RecordToolCall(server, "refused", 0);
@@ -148,9 +168,9 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
                                  "in another exec call");
     }
     if (std::chrono::steady_clock::now() >= deadline) {
+      --calls;
       return refuse("limit", "the run's timeout has passed; no more tool calls in this run");
     }
-    ++calls;
     auto args = req.find("arguments");
     ToolAnswer a = gateway->Call(server, req["tool"].get_ref<const std::string&>(),
                                  args == req.end() ? nlohmann::json::object() : *args, deadline,
@@ -278,7 +298,7 @@ void ToolChannel::Stop() {
   uint64_t one = 1;
   (void)!write(state_->stop.get(), &one, sizeof one);  // a write waiting gives up
   // An answering thread shuts the socket once its call is done.
-  if (!state_->working) state_->ShutLocked();
+  if (state_->busy == 0) state_->ShutLocked();
 }
 
 int64_t ToolChannel::calls() const { return state_->calls.load(); }

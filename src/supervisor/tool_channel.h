@@ -1,10 +1,11 @@
 // A run's way to other MCP servers' tools (code mode): one end of a socket
 // pair the supervisor made for this run or cell. The run's I/O loop polls
 // fd() with its pipes and calls OnReadable when the run wrote; the frames
-// are taken apart there, and each call is answered on a thread of the
-// server's call pool, one at a time and in the order the run sent them (a
-// channel holds a thread only while it answers, and for a few milliseconds
-// after, in case the run's next call follows at once).
+// are taken apart there, and the calls are answered on threads of the
+// server's call pool, up to max_in_flight side by side, taken in the order
+// the run sent them and each answered under its id (a channel holds its
+// threads only while they answer, and for a few milliseconds after, in
+// case the run's next call follows at once).
 // The frames: ipc/tool_frames.h.
 // A frame that is not JSON of that shape, or longer than the bound, ends the
 // channel (the run's further calls fail): a hostile run harms only itself.
@@ -32,6 +33,7 @@ namespace mcpexec {
 struct ToolChannelLimits {
   int64_t max_calls = 100;
   int64_t max_result_bytes = 1048576;
+  int64_t max_in_flight = 8;  // calls answered side by side
 };
 
 class ToolChannel {

@@ -197,3 +197,91 @@ TEST(CodeModeTlsTest, AMissingVariableOrAnUnreadableCaStopsTheStart) {
 
 }  // namespace
 }  // namespace mcpexec::testing
+
+namespace mcpexec::testing {
+namespace {
+
+// Issue 40, point 3: nested calls of one run overlap, awaited together
+// (top-level await, asyncio.run) or from threads, never more at once than
+// MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT; outside async code a call still gives
+// its value. The upstream counts the waits in progress at once (peak()).
+TEST(CodeModeParallelTest, CallsOverlapUpToTheCapAwaitedOrFromThreads) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server");
+  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config},
+                   {"MCP_EXEC_TEST_TOKEN", kToken},
+                   {"MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT", "3"}});
+  s.Initialize();
+  // Top-level await: nine calls, at most three at the upstream at once,
+  // and more than one (they overlap). In a run that awaits, every call is
+  // awaited (an event loop runs it).
+  json r = s.Exec(
+      "import asyncio, mcp_tools\n"
+      "await mcp_tools.tls.peak()\n"
+      "got = await asyncio.gather(*(mcp_tools.tls.wait(ms=300) for _ in range(9)))\n"
+      "print(got.count('waited'), int(await mcp_tools.tls.peak()))\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  int n = 0, peak = 0;
+  ASSERT_EQ(sscanf(r["stdout"].get<std::string>().c_str(), "%d %d", &n, &peak), 2) << r.dump();
+  EXPECT_EQ(n, 9);
+  EXPECT_GE(peak, 2) << r.dump();
+  EXPECT_LE(peak, 3) << r.dump();
+  EXPECT_EQ(r["tool_calls"], 11) << r.dump();
+
+  // From threads, in a run with no await: the sync form, overlapping.
+  json t = s.Exec(
+      "import mcp_tools\n"
+      "from concurrent.futures import ThreadPoolExecutor\n"
+      "mcp_tools.tls.peak()\n"
+      "with ThreadPoolExecutor(6) as pool:\n"
+      "    got = list(pool.map(lambda _: mcp_tools.tls.wait(ms=300), range(6)))\n"
+      "print(got.count('waited'), int(mcp_tools.tls.peak()))\n"
+      "print(mcp_tools.tls.echo(message='sync'))\n");
+  EXPECT_EQ(t["exit_code"], 0) << t.dump();
+  ASSERT_EQ(sscanf(t["stdout"].get<std::string>().c_str(), "%d %d", &n, &peak), 2) << t.dump();
+  EXPECT_EQ(n, 6);
+  EXPECT_GE(peak, 2) << t.dump();
+  EXPECT_LE(peak, 3) << t.dump();
+  EXPECT_TRUE(Has(t["stdout"], "\nEcho: sync\n")) << t.dump();
+
+  // asyncio.run in a one-shot run, and what an awaitable says when it is
+  // used as a value.
+  json a = s.Exec(
+      "import asyncio, mcp_tools\n"
+      "async def main():\n"
+      "    pending = mcp_tools.call('tls', 'echo', {'message': 'x'})\n"
+      "    print(repr(pending))\n"
+      "    try:\n"
+      "        pending['key']\n"
+      "    except TypeError as e:\n"
+      "        print(e)\n"
+      "    print(await pending)\n"
+      "    got = await asyncio.gather(*(mcp_tools.tls.wait(ms=300) for _ in range(4)))\n"
+      "    print(got.count('waited'), int(await mcp_tools.tls.peak()))\n"
+      "asyncio.run(main())\n");
+  EXPECT_EQ(a["exit_code"], 0) << a.dump();
+  const std::string aout = a["stdout"];
+  const std::string said =
+      "mcp_tools call mcp_tools.call, not awaited: inside async code a call returns an "
+      "awaitable; write `await mcp_tools.call(...)`";
+  EXPECT_TRUE(Has(aout, "<" + said + ">\n" + said + "\nEcho: x\n4 ")) << aout;
+  EXPECT_FALSE(Has(aout, "4 1\n")) << "the four waits did not overlap: " << aout;
+
+  // A session cell with top-level await, then a cell of plain calls.
+  json first = s.Call({{"code",
+                        "import asyncio, mcp_tools\n"
+                        "got = await asyncio.gather(*(mcp_tools.tls.echo(message=str(i)) "
+                        "for i in range(5)))\nprint(got)"},
+                       {"session", "new"}});
+  const json fs = first["structuredContent"];
+  EXPECT_EQ(fs["stdout"], "['Echo: 0', 'Echo: 1', 'Echo: 2', 'Echo: 3', 'Echo: 4']\n")
+      << first.dump();
+  json second =
+      s.Call({{"code", "print(mcp_tools.tls.echo(message='plain'))"}, {"session", fs["session"]}});
+  EXPECT_EQ(second["structuredContent"]["stdout"], "Echo: plain\n") << second.dump();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing

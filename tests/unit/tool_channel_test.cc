@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -402,16 +403,22 @@ TEST_F(ToolChannelTest, AnIdleChannelHoldsNoThread) {
   EXPECT_NE(channel_->fd(), -1) << "the channel still reads";
 }
 
-TEST_F(ToolChannelTest, CallsSentAtOnceAreAnsweredOneAtATimeInOrder) {
-  gateway_->Hold();
-  Start();
+std::string ThreeCalls() {
   std::string three;
   for (int id = 1; id <= 3; ++id) {
     three += Frame(json{
         {"id", id}, {"op", "call"}, {"server", "fs"}, {"tool", "read"}, {"arguments", {{"n", id}}}}
                        .dump());
   }
-  SendRaw(three);
+  return three;
+}
+
+TEST_F(ToolChannelTest, OneInFlightAnswersCallsOneAtATimeInOrder) {
+  gateway_->Hold();
+  ToolChannelLimits limits;
+  limits.max_in_flight = 1;
+  Start(limits);
+  SendRaw(ThreeCalls());
   ASSERT_TRUE(gateway_->WaitEntered(1));
   EXPECT_FALSE(gateway_->WaitEntered(2, 200ms))
       << "a second call reached the gateway before the first ended";
@@ -422,6 +429,35 @@ TEST_F(ToolChannelTest, CallsSentAtOnceAreAnsweredOneAtATimeInOrder) {
     EXPECT_EQ((*a)["id"], id);
     EXPECT_EQ((*a)["value"]["echo"]["n"], id);
   }
+}
+
+// Up to max_in_flight calls are at the gateway at once; the next waits for
+// one of them, and every answer carries its call's id.
+TEST_F(ToolChannelTest, CallsOverlapUpToMaxInFlight) {
+  gateway_->Hold();
+  ToolChannelLimits limits;
+  limits.max_in_flight = 2;
+  limits.max_calls = 3;
+  Start(limits);
+  SendRaw(ThreeCalls());
+  ASSERT_TRUE(gateway_->WaitEntered(2)) << "the second call waited for the first";
+  EXPECT_FALSE(gateway_->WaitEntered(3, 200ms)) << "a third call passed max_in_flight 2";
+  gateway_->Release();
+  std::set<int> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto a = Next();
+    ASSERT_TRUE(a);
+    EXPECT_EQ((*a)["value"]["echo"]["n"], (*a)["id"]);
+    ids.insert((*a)["id"].get<int>());
+  }
+  EXPECT_EQ(ids, (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(channel_->calls(), 3);
+  // Calls side by side never pass the cap: a fourth is refused.
+  Send({{"id", 4}, {"op", "call"}, {"server", "fs"}, {"tool", "read"}});
+  auto refused = Next();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ((*refused)["kind"], "limit") << refused->dump();
+  EXPECT_EQ(channel_->calls(), 3);
 }
 
 TEST_F(ToolChannelTest, StopEndsAnIdleChannelAndTheRunReadsEof) {

@@ -16,6 +16,8 @@ Environment:
 Tools:
   echo(message)   answers "Echo: <message>"
   wait(ms)        sleeps ms milliseconds on its own thread, answers "waited"
+  peak()          the most wait calls that were in progress at once since
+                  the last peak(), which starts the count again
   sni()           the server name the client's TLS hello sent ("" for none)
   stats(values)   answers structuredContent {"n", "mean"} (with outputSchema)
   whoami()        echoes the Authorization header it got (a careless server
@@ -31,6 +33,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SNI = {"last": ""}
+WAITS = {"now": 0, "peak": 0}
 SESSIONS = set()
 LOCK = threading.Lock()
 
@@ -43,6 +46,8 @@ TOOLS = [
                      "properties": {"ms": {"type": "integer", "minimum": 0,
                                            "maximum": 10000}}}},
     {"name": "whoami", "description": "Echoes the Authorization header.",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "peak", "description": "The most wait calls at once since the last peak().",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "sni", "description": "The server name of the client's TLS hello.",
      "inputSchema": {"type": "object", "properties": {}}},
@@ -71,8 +76,17 @@ def call(name, args, headers):
     if name == "echo":
         return text("Echo: " + str(args.get("message")))
     if name == "wait":
+        with LOCK:
+            WAITS["now"] += 1
+            WAITS["peak"] = max(WAITS["peak"], WAITS["now"])
         time.sleep(int(args.get("ms", 0)) / 1000.0)
+        with LOCK:
+            WAITS["now"] -= 1
         return text("waited")
+    if name == "peak":
+        with LOCK:
+            peak, WAITS["peak"] = WAITS["peak"], WAITS["now"]
+        return text(str(peak))
     if name == "sni":
         return text(SNI["last"] or "")
     if name == "stats":
