@@ -217,6 +217,42 @@ def _call(server, tool, arguments=None):
     return _dispatch(server, tool, arguments, "mcp_tools.call")
 
 
+def _first_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _search(query, limit=10):
+    """The tools whose name, server or description match the words of query,
+    best first (a word in the name counts most), at most limit of them: a
+    list of {"server", "name", "description" (its first line), "call" (how to
+    call it)}. help() on a result's call shows its signature."""
+    if not isinstance(query, str):
+        raise TypeError("search takes words as a str, not %s" % type(query).__name__)
+    words = [w for w in re.split(r"[^0-9a-z]+", query.lower()) if w]
+    if not words:
+        raise ValueError("search needs at least one word, e.g. mcp_tools.search('issues')")
+    found = []
+    for server, entry in (_tools["catalog"] or {}).items():
+        for tool in entry.get("tools") or []:
+            name, description = tool["name"], tool.get("description") or ""
+            name_words = set(re.split(r"[^0-9a-z]+", name.lower()))
+            text = description.lower()
+            score = 0
+            for w in words:
+                score += 8 if w in name_words else 4 if w in name.lower() else 0
+                score += 2 if w in server.lower() else 0
+                score += min(text.count(w), 3)
+            if score:
+                found.append((-score, server, name, description))
+    found.sort(key=lambda f: (f[0], f[1], f[2]))
+    return [{"server": server, "name": name, "description": _first_line(description),
+             "call": "mcp_tools.%s.%s" % (_py_name(server), _py_name(name))}
+            for _, server, name, description in found[:max(0, int(limit))]]
+
+
 def _py_name(name):
     out = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not out or out[0].isdigit():
@@ -383,10 +419,11 @@ def _server_namespace(server, tools):
 def _build_tools_module(catalog):
     mod = types.ModuleType("mcp_tools", "Other MCP servers' tools, callable from the run: "
                            "mcp_tools.SERVER.TOOL(**arguments) or mcp_tools.call(SERVER, TOOL, "
-                           "arguments). Servers: %s." % ", ".join(
-                               _py_name(s) for s in catalog) or "none")
+                           "arguments); mcp_tools.search('words') finds them. Servers: %s." %
+                           ", ".join(_py_name(s) for s in catalog) or "none")
     mod.ToolError = ToolError
     mod.call = _call
+    mod.search = _search
     mod.servers = {}
 
     def missing(name):  # PEP 562: only for a name the module does not have

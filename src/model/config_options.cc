@@ -334,6 +334,12 @@ const std::vector<Option>& Options() {
        "nested tool calls of one run answered side by side (from threads, or awaited "
        "together); more wait their turn",
        IntField(&Config::max_tool_calls_in_flight, 1, 64)},
+      {"MCP_EXEC_DESCRIBE_TOOLS_MAX", "--describe-tools-max", Default(&Config::describe_tools_max),
+       "tools",
+       "code mode: the exec tool's description names every upstream tool up to this many; past "
+       "it, it names the servers with their tool counts and how to find a tool "
+       "(mcp_tools.search)",
+       IntField(&Config::describe_tools_max, 0, 100000)},
       {"MCP_EXEC_MAX_TOOL_RESULT_BYTES", "--max-tool-result-bytes",
        Default(&Config::max_tool_result_bytes), "bytes",
        "the largest result of one nested tool call (as JSON), and of one call's arguments (at "

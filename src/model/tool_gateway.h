@@ -22,7 +22,7 @@ class ToolGateway {
   // {"NAME": {"tools": [{"name", "description", "inputSchema"[,
   // "outputSchema"]}]}}: the allowed tools of every upstream, under their
   // configured names.
-  virtual nlohmann::json Catalog() const = 0;
+  virtual nlohmann::json Catalog() = 0;
   // One call, checked (allowed, arguments against the input schema) and
   // forwarded, answered by the deadline at the latest; a result of more than
   // max_bytes is refused.

@@ -91,9 +91,14 @@ std::string ToolsDescription(const Config& c, const std::string& upstream_lines)
          "returns the tool's structured result (a dict) when it has one, else its text, else its "
          "content items (images as dicts with bytes); a tool error, a refused tool, bad "
          "arguments or a passed limit raise mcp_tools.ToolError with the reason. "
-         "help(mcp_tools.SERVER.TOOL) shows a tool's description and input schema, "
-         "mcp_tools.call(SERVER, TOOL, arguments) takes the exact names, and calls may come from "
-         "threads. Loop and aggregate in the code: at most " +
+         "help(mcp_tools.SERVER.TOOL) shows a tool's description, input schema and what it "
+         "returns, mcp_tools.search('words') finds tools by name and description, and "
+         "mcp_tools.call(SERVER, TOOL, arguments) takes the exact names. Calls overlap: in async "
+         "code (async def, or a run using top-level await) a call returns an awaitable, so "
+         "`await asyncio.gather(*(mcp_tools.SERVER.TOOL(x=v) for v in values))` fans out, up to " +
+         std::to_string(c.max_tool_calls_in_flight) +
+         " at a time; outside async code a call returns its value, and calls from threads "
+         "overlap too. Loop and aggregate in the code: at most " +
          std::to_string(c.max_tool_calls) +
          " nested calls per exec call (the result's tool_calls counts them), each within the "
          "call's timeout, each result at most " +

@@ -216,6 +216,8 @@ void StdioLink::ReadLoop() {
         }
       } else if (m.contains("method") && m.contains("id")) {
         Answer(m);
+      } else if (IsToolsChanged(m) && on_tools_changed) {
+        on_tools_changed();
       }
     });
     if (!whole) {
@@ -309,10 +311,12 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
   std::shared_ptr<StdioLink> stdio;
   if (spec_.stdio()) {
     stdio = std::make_shared<StdioLink>(spec_);
+    stdio->on_tools_changed = [this] { tools_changed_ = true; };
     if (!stdio->Start(error)) return false;
     link = stdio;
   } else {
     link = std::make_shared<HttpLink>(spec_);
+    link->on_tools_changed = [this] { tools_changed_ = true; };
   }
   auto fail = [&](const std::string& what) {
     *error = Mask(what + ": " + *error, spec_.Secrets());
@@ -350,11 +354,24 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
       return fail("initialize failed");
     }
   }
+  tools_changed_ = false;
+  std::optional<nlohmann::json> tools = List(*link, deadline, error);
+  if (!tools) return fail("tools/list failed");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tools_ = std::move(*tools);
+  }
+  *out = std::move(link);
+  return true;
+}
+
+std::optional<nlohmann::json> Client::List(Link& link, Clock::time_point deadline,
+                                           std::string* error) {
   nlohmann::json tools = nlohmann::json::array();
   nlohmann::json params = nlohmann::json::object();
   for (int page = 0; page < 100; ++page) {
-    std::optional<nlohmann::json> list = Rpc(*link, "tools/list", params, deadline, error);
-    if (!list) return fail("tools/list failed");
+    std::optional<nlohmann::json> list = Rpc(link, "tools/list", params, deadline, error);
+    if (!list) return std::nullopt;
     if (list->contains("tools") && (*list)["tools"].is_array()) {
       for (auto& t : (*list)["tools"]) {
         if (t.is_object() && t.contains("name") && t["name"].is_string()) tools.push_back(t);
@@ -363,8 +380,26 @@ bool Client::Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std
     if (!list->contains("nextCursor") || !(*list)["nextCursor"].is_string()) break;
     params["cursor"] = (*list)["nextCursor"];
   }
-  tools_ = std::move(tools);
-  *out = std::move(link);
+  return tools;
+}
+
+nlohmann::json Client::tools() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tools_;
+}
+
+bool Client::Relist(Clock::time_point deadline, std::string* error) {
+  std::shared_ptr<Link> link = Live(deadline, error);
+  if (!link) return false;
+  tools_changed_ = false;  // a change while listing lists again next time
+  std::optional<nlohmann::json> tools = List(*link, deadline, error);
+  if (!tools) {
+    tools_changed_ = true;
+    *error = Mask(*error, spec_.Secrets());
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  tools_ = std::move(*tools);
   return true;
 }
 

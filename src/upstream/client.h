@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -72,7 +73,12 @@ class Client {
   // Starts (a stdio child) or connects, does the handshake and lists the
   // tools. On error, *error names what failed.
   bool Start(Clock::time_point deadline, std::string* error);
-  const nlohmann::json& tools() const { return tools_; }  // as listed (every tool)
+  nlohmann::json tools() const;  // as listed (every tool)
+  // Whether the server said its tool list changed since it was listed.
+  bool ToolsChanged() const { return tools_changed_.load(); }
+  // Lists the tools again (after ToolsChanged); false, with *error, when
+  // that failed (the old list stays).
+  bool Relist(Clock::time_point deadline, std::string* error);
   const Spec& spec() const { return spec_; }
   CallResult Call(const std::string& tool, const nlohmann::json& arguments,
                   Clock::time_point deadline);
@@ -85,9 +91,12 @@ class Client {
   bool Connect(std::shared_ptr<Link>* out, Clock::time_point deadline, std::string* error);
   std::optional<nlohmann::json> Rpc(Link& link, const std::string& method, nlohmann::json params,
                                     Clock::time_point deadline, std::string* error);
+  // Every page of tools/list.
+  std::optional<nlohmann::json> List(Link& link, Clock::time_point deadline, std::string* error);
 
   const Spec spec_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::atomic<bool> tools_changed_{false};
   std::shared_ptr<Link> link_;
   int64_t next_id_ = 1;
   bool stateless_ = false;

@@ -233,6 +233,14 @@ bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* 
   for (const auto& [name, entry] : servers.items()) {
     Spec s;
     if (!ParseOne(name, entry, lookup, &s, error)) return false;
+    // mcp_tools' own names: an upstream there would hide them.
+    for (const char* own : {"call", "search", "servers", "ToolError"}) {
+      if (PythonName(name) == own) {
+        *error = "upstream '" + name + "' would be mcp_tools." + own +
+                 ", which mcp_tools has for itself: rename it";
+        return false;
+      }
+    }
     auto [it, fresh] = python_names.emplace(PythonName(name), name);
     if (!fresh) {
       *error = "upstreams '" + it->second + "' and '" + name + "' would both be mcp_tools." +

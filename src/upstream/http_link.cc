@@ -133,7 +133,9 @@ bool ReadBody(HttpLink::Exchange& ex, Parser& parser, std::string* body, std::st
 
 // An event stream's events until the response with this id.
 std::optional<nlohmann::json> ResponseEvent(HttpLink::Exchange& ex, Parser& parser,
-                                            const nlohmann::json& id, std::string* error) {
+                                            const nlohmann::json& id,
+                                            const std::function<void()>& on_tools_changed,
+                                            std::string* error) {
   EventStream events;
   std::optional<nlohmann::json> found;
   std::string piece;
@@ -142,7 +144,11 @@ std::optional<nlohmann::json> ResponseEvent(HttpLink::Exchange& ex, Parser& pars
     const bool ok = events.Feed(piece.data(), piece.size(), [&](std::string_view data) {
       if (found) return;
       nlohmann::json m = ParseMessage(data);
-      if (IsResponse(m) && m["id"] == id) found = std::move(m);
+      if (IsResponse(m) && m["id"] == id) {
+        found = std::move(m);
+      } else if (IsToolsChanged(m) && on_tools_changed) {
+        on_tools_changed();
+      }
     });
     piece.clear();
     if (!ok && !found) {
@@ -169,6 +175,7 @@ std::optional<nlohmann::json> Refusal(HttpLink::Exchange& ex, Parser& parser, in
 
 // The answer to `message` on a stream the request went out on.
 std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann::json& message,
+                                         const std::function<void()>& on_tools_changed,
                                          AnswerHead* head, std::string* error) {
   Parser parser;
   parser.header_limit(kMaxHead);
@@ -195,7 +202,7 @@ std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann:
   for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (type.find("text/event-stream") != std::string::npos) {
     if (!awaited) return nlohmann::json();
-    return ResponseEvent(ex, parser, message["id"], error);
+    return ResponseEvent(ex, parser, message["id"], on_tools_changed, error);
   }
   std::string body;
   if (!ReadBody(ex, parser, &body, error)) return std::nullopt;
@@ -361,7 +368,7 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
   }
 
   AnswerHead head;
-  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, &head, error);
+  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, on_tools_changed, &head, error);
   std::lock_guard<std::mutex> lock(mu_);
   if (head.session_id) session_id_ = *head.session_id;
   // 404 is the specification's answer to a session the server ended; the
@@ -397,7 +404,7 @@ std::optional<nlohmann::json> ReadAnswerFrom(int fd, const nlohmann::json& messa
     *error = "assign: " + ec.message();
     return std::nullopt;
   }
-  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, head, error);
+  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, {}, head, error);
   ex.stream.socket().release(ec);  // the caller's descriptor stays the caller's
   return answer;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +26,17 @@ class Link {
   virtual bool Alive() const = 0;
   // The server is shutting down: calls in flight end now.
   virtual void Abort() {}
+
+  // Called (from the link's reading thread) when the server says its tool
+  // list changed (notifications/tools/list_changed); set before the first
+  // message is sent.
+  std::function<void()> on_tools_changed;
 };
+
+// Whether a message is the server's word that its tool list changed.
+inline bool IsToolsChanged(const nlohmann::json& m) {
+  return m.is_object() && !m.contains("id") && m.contains("method") && m["method"].is_string() &&
+         m["method"].get_ref<const std::string&>() == "notifications/tools/list_changed";
+}
 
 }  // namespace mcpexec::upstream

@@ -1,6 +1,7 @@
 #include "upstream/upstreams.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "base/log.h"
 #include "upstream/schema.h"
@@ -13,10 +14,30 @@ struct Upstreams::Tool {
   std::unique_ptr<ArgumentSchema> schema;  // null: only "an object" is checked
 };
 
+using Tools = Upstreams::Tools;
+
 struct Upstreams::Server {
   explicit Server(Spec s) : client(std::move(s)) {}
   Client client;
-  std::vector<Tool> tools;  // the allowed ones
+  // The allowed tools as last listed: replaced whole when the server said
+  // its list changed, so a call holds the list it looked in.
+  std::shared_ptr<const Tools> Snapshot() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return tools;
+  }
+  void Replace(std::shared_ptr<const Tools> now, size_t listed_now) {
+    std::lock_guard<std::mutex> lock(mu);
+    tools = std::move(now);
+    listed = listed_now;
+  }
+  size_t Listed() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return listed;
+  }
+
+ private:
+  mutable std::mutex mu;
+  std::shared_ptr<const Tools> tools = std::make_shared<Tools>();
   size_t listed = 0;
 };
 
@@ -32,6 +53,57 @@ std::string Describe(const Spec& s) { return s.stdio() ? "command " + s.command 
 
 }  // namespace
 
+// The tools of a tools/list answer that the entry allows, their input
+// schemas compiled.
+std::shared_ptr<const Tools> Upstreams::AllowedTools(const Spec& spec,
+                                                     const nlohmann::json& listed) {
+  auto tools = std::make_shared<Tools>();
+  for (const nlohmann::json& t : listed) {
+    const std::string name = t["name"].get<std::string>();
+    if (!Allowed(spec, name)) continue;
+    Tool tool{};
+    tool.name = name;
+    tool.listed = t;
+    std::string schema_why;
+    std::vector<std::string> left_out;
+    tool.schema = ArgumentSchema::Compile(t.value("inputSchema", nlohmann::json::object()),
+                                          &schema_why, &left_out);
+    if (!tool.schema) {
+      log::Warn("upstream_schema", {{"upstream", spec.name},
+                                    {"tool", name},
+                                    {"why", "its input schema could not be compiled (" +
+                                                schema_why + "); only its shape is checked"}});
+    } else if (!left_out.empty()) {
+      log::Info("upstream_schema",
+                {{"upstream", spec.name}, {"tool", name}, {"left_to_upstream", left_out}});
+    }
+    tools->push_back(std::move(tool));
+  }
+  return tools;
+}
+
+// A server that said its tool list changed is listed again, before the
+// catalog a run asks for is made (a run started after the change sees it).
+void Upstreams::RefreshChanged() {
+  for (auto& server : servers_) {
+    if (!server->client.ToolsChanged()) continue;
+    const Spec& spec = server->client.spec();
+    std::string why;
+    if (!server->client.Relist(Clock::now() + kRelistTimeout, &why)) {
+      log::Warn("upstream_tools_changed",
+                {{"upstream", spec.name}, {"relisted", false}, {"why", why}});
+      continue;
+    }
+    const nlohmann::json listed = server->client.tools();
+    std::shared_ptr<const Tools> tools = AllowedTools(spec, listed);
+    log::Info("upstream_tools_changed", {{"upstream", spec.name},
+                                         {"relisted", true},
+                                         {"tools_listed", listed.size()},
+                                         {"tools_allowed", tools->size()}});
+    server->Replace(std::move(tools), listed.size());
+  }
+}
+
 bool Upstreams::Start(std::chrono::seconds timeout, std::string* error) {
   std::vector<std::string> names;
   for (auto& server : servers_) {
@@ -43,36 +115,15 @@ bool Upstreams::Start(std::chrono::seconds timeout, std::string* error) {
       *error = "upstream '" + spec.name + "' (" + Describe(spec) + ") could not be started: " + why;
       return false;
     }
-    server->listed = server->client.tools().size();
-    for (const nlohmann::json& t : server->client.tools()) {
-      const std::string name = t["name"].get<std::string>();
-      if (!Allowed(spec, name)) continue;
-      Tool tool{};
-      tool.name = name;
-      tool.listed = t;
-      std::string schema_why;
-      std::vector<std::string> left_out;
-      tool.schema = ArgumentSchema::Compile(t.value("inputSchema", nlohmann::json::object()),
-                                            &schema_why, &left_out);
-      if (!tool.schema) {
-        log::Warn("upstream_schema", {{"upstream", spec.name},
-                                      {"tool", name},
-                                      {"why", "its input schema could not be compiled (" +
-                                                  schema_why + "); only its shape is checked"}});
-      } else if (!left_out.empty()) {
-        log::Info("upstream_schema",
-                  {{"upstream", spec.name}, {"tool", name}, {"left_to_upstream", left_out}});
-      }
-      server->tools.push_back(std::move(tool));
-    }
+    const nlohmann::json listed = server->client.tools();
+    server->Replace(AllowedTools(spec, listed), listed.size());
     for (const std::string& a : spec.allow) {
-      const bool matched = std::any_of(server->client.tools().begin(), server->client.tools().end(),
-                                       [&](const nlohmann::json& t) {
-                                         Spec one;
-                                         one.allow_all = false;
-                                         one.allow = {a};
-                                         return Allowed(one, t["name"].get<std::string>());
-                                       });
+      const bool matched = std::any_of(listed.begin(), listed.end(), [&](const nlohmann::json& t) {
+        Spec one;
+        one.allow_all = false;
+        one.allow = {a};
+        return Allowed(one, t["name"].get<std::string>());
+      });
       if (!matched) {
         *error = "upstream '" + spec.name + "': \"allow\" names '" + a +
                  "', which matches none of the tools it lists";
@@ -84,19 +135,20 @@ bool Upstreams::Start(std::chrono::seconds timeout, std::string* error) {
         {{"upstream", spec.name},
          {"transport", spec.stdio() ? "stdio" : "http"},
          {"protocol", server->client.era()},
-         {"tools_listed", server->listed},
-         {"tools_allowed", server->tools.size()},
+         {"tools_listed", server->Listed()},
+         {"tools_allowed", server->Snapshot()->size()},
          {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count()}});
   }
   if (metrics_) metrics_->DeclareUpstreams(names);
   return true;
 }
 
-nlohmann::json Upstreams::Catalog() const {
+nlohmann::json Upstreams::Catalog() {
+  RefreshChanged();
   nlohmann::json out = nlohmann::json::object();
   for (const auto& server : servers_) {
     nlohmann::json tools = nlohmann::json::array();
-    for (const Tool& t : server->tools) {
+    for (const Tool& t : *server->Snapshot()) {
       nlohmann::json tool = {
           {"name", t.name},
           {"description", t.listed.value("description", "")},
@@ -112,14 +164,25 @@ nlohmann::json Upstreams::Catalog() const {
   return out;
 }
 
-std::string Upstreams::Summary() const {
+std::string Upstreams::Summary(int64_t max_tools) const {
+  size_t total = 0;
+  for (const auto& server : servers_) total += server->Snapshot()->size();
+  const bool names = static_cast<int64_t>(total) <= max_tools;
   std::string out;
   for (const auto& server : servers_) {
+    const std::shared_ptr<const Tools> tools = server->Snapshot();
     out += "\n- mcp_tools." + PythonName(server->client.spec().name) + " (" +
-           std::to_string(server->tools.size()) + " tools):";
-    for (size_t i = 0; i < server->tools.size(); ++i) {
-      out += (i ? ", " : " ") + PythonName(server->tools[i].name);
+           std::to_string(tools->size()) + " tools)" + (names ? ":" : "");
+    for (size_t i = 0; names && i < tools->size(); ++i) {
+      out += (i ? ", " : " ") + PythonName((*tools)[i].name);
     }
+  }
+  if (!names) {
+    out += "\n" + std::to_string(total) +
+           " tools in all, more than this description lists: find the ones you need with "
+           "print(mcp_tools.search('a few words')) (server, name and first line of each, best "
+           "first), list a server's with print(mcp_tools.SERVER), then help(mcp_tools.SERVER.TOOL) "
+           "for its signature.";
   }
   return out;
 }
@@ -135,14 +198,14 @@ nlohmann::json Upstreams::Report() const {
     out.push_back({{"name", spec.name},
                    {"transport", spec.stdio() ? "stdio" : "http"},
                    {"protocol", server->client.era()},
-                   {"tools_listed", server->listed},
-                   {"tools_allowed", server->tools.size()}});
+                   {"tools_listed", server->Listed()},
+                   {"tools_allowed", server->Snapshot()->size()}});
   }
   return out;
 }
 
-const Upstreams::Tool* Upstreams::Find(const Server& s, const std::string& tool) const {
-  for (const Tool& t : s.tools) {
+const Upstreams::Tool* Upstreams::Find(const Tools& tools, const std::string& tool) {
+  for (const Tool& t : tools) {
     if (t.name == tool) return &t;
   }
   return nullptr;
@@ -201,12 +264,16 @@ ToolAnswer Upstreams::Call(const std::string& server_name, const std::string& to
   for (auto& s : servers_) {
     if (s->client.spec().name == server_name) server = s.get();
   }
+  // The tool list this call looks in (a change made later is the next
+  // run's).
+  const std::shared_ptr<const Tools> tools = server ? server->Snapshot() : nullptr;
+  const Tool* tool = server ? Find(*tools, tool_name) : nullptr;
   auto finish = [&]() {
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     // A server no configuration names is counted as "unknown" (Metrics).
     if (metrics_) metrics_->RecordToolCall(server ? server_name : "unknown", outcome, s);
     log::Info("tool_call", {{"upstream", server ? server_name : std::string("(unknown)")},
-                            {"tool", server && Find(*server, tool_name) ? tool_name : "(refused)"},
+                            {"tool", tool ? tool_name : "(refused)"},
                             {"duration_ms", static_cast<int64_t>(s * 1000)},
                             {"bytes", a.bytes},
                             {"ok", a.ok},
@@ -220,9 +287,9 @@ ToolAnswer Upstreams::Call(const std::string& server_name, const std::string& to
               "' (upstreams: " + (names.empty() ? "none" : names) + ")";
     return finish();
   }
-  const Tool* tool = Find(*server, tool_name);
   if (!tool) {
-    bool listed = std::any_of(server->client.tools().begin(), server->client.tools().end(),
+    const nlohmann::json all = server->client.tools();
+    bool listed = std::any_of(all.begin(), all.end(),
                               [&](const nlohmann::json& t) { return t["name"] == tool_name; });
     a.error = listed ? "tool '" + tool_name + "' of upstream '" + server_name +
                            "' is not allowed here (its \"allow\" list leaves it out)"

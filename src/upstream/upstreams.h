@@ -4,6 +4,7 @@
 // before and after it is forwarded.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,23 +23,32 @@ class Upstreams : public ToolGateway {
   // *error names the upstream and what failed.
   bool Start(std::chrono::seconds timeout, std::string* error);
 
-  nlohmann::json Catalog() const override;
+  // The allowed tools with their schemas; a server that said its tool
+  // list changed is listed again first.
+  nlohmann::json Catalog() override;
   ToolAnswer Call(const std::string& server, const std::string& tool,
                   const nlohmann::json& arguments, Clock::time_point deadline,
                   int64_t max_bytes) override;
 
   // One line per upstream for the exec tool's description:
-  // "NAME (N tools): a, b, c".
-  std::string Summary() const;
+  // "NAME (N tools): a, b, c"; past max_tools tools in all, "NAME (N
+  // tools)" and how to find one.
+  std::string Summary(int64_t max_tools) const;
   // Shutdown: every call in flight ends now (stdio servers are killed).
   void Abort();
   // For the start log: name, transport, era, tools listed and allowed.
   nlohmann::json Report() const;
 
- private:
+ public:
   struct Tool;
+  using Tools = std::vector<Tool>;
+
+ private:
   struct Server;
-  const Tool* Find(const Server& s, const std::string& tool) const;
+  static constexpr std::chrono::seconds kRelistTimeout{10};
+  static const Tool* Find(const Tools& tools, const std::string& tool);
+  static std::shared_ptr<const Tools> AllowedTools(const Spec& spec, const nlohmann::json& listed);
+  void RefreshChanged();
 
   Metrics* metrics_;
   std::vector<std::unique_ptr<Server>> servers_;

@@ -53,7 +53,7 @@ class Gateway : public mcpexec::ToolGateway {
         &why, &left);
     if (!schema_) Fail("schema", why);
   }
-  json Catalog() const override {
+  json Catalog() override {
     return {{"tiny", {{"tools", {{{"name", "when"}, {"description", "d"}}}}}}};
   }
   mcpexec::ToolAnswer Call(const std::string& server, const std::string& tool,

@@ -57,7 +57,7 @@ class Material {
 // its first line of output.
 class TlsUpstream {
  public:
-  TlsUpstream(const Material& m, const std::string& cert) {
+  TlsUpstream(const Material& m, const std::string& cert, int extra_tools = 0) {
     int out[2];
     EXPECT_EQ(pipe(out), 0);
     pid_ = fork();
@@ -67,6 +67,7 @@ class TlsUpstream {
       dup2(null_fd, 2);
       close(out[0]);
       setenv("TLS_UPSTREAM_AUTH", ("Bearer " + kToken).c_str(), 1);
+      setenv("TLS_UPSTREAM_TOOLS", std::to_string(extra_tools).c_str(), 1);
       const std::string script = std::string(MCP_EXEC_UPSTREAMS_DIR) + "/tls_upstream.py";
       const std::string c = m.dir() + "/" + cert + ".pem", k = m.dir() + "/" + cert + ".key";
       execl("/usr/bin/python3", "python3", script.c_str(), c.c_str(), k.c_str(), nullptr);
@@ -281,6 +282,100 @@ TEST(CodeModeParallelTest, CallsOverlapUpToTheCapAwaitedOrFromThreads) {
   json second =
       s.Call({{"code", "print(mcp_tools.tls.echo(message='plain'))"}, {"session", fs["session"]}});
   EXPECT_EQ(second["structuredContent"]["stdout"], "Echo: plain\n") << second.dump();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
+
+namespace mcpexec::testing {
+namespace {
+
+std::string ExecDescription(ServerProcess& s) {
+  const json listed = s.Request("tools/list", json::object());
+  for (const json& t : listed["result"]["tools"]) {
+    if (t["name"] == "exec") return t["description"];
+  }
+  return "";
+}
+
+// Issue 40, point 4: past MCP_EXEC_DESCRIBE_TOOLS_MAX tools the exec
+// description names the servers with their counts and how to search;
+// mcp_tools.search ranks the tools by their words.
+TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTools) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server", 60);  // 7 tools of its own, and 60 more
+  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  s.Initialize();
+  const std::string description = ExecDescription(s);
+  EXPECT_TRUE(Has(description, "\n- mcp_tools.tls (67 tools)\n67 tools in all")) << description;
+  EXPECT_TRUE(Has(description, "print(mcp_tools.search('a few words'))")) << description;
+  EXPECT_FALSE(Has(description, "tool_0001")) << description;
+  json r = s.Exec(
+      "import mcp_tools\n"
+      "found = mcp_tools.search('invoices')\n"
+      "print(len(found), found[0])\n"
+      "print(len(mcp_tools.search('invoices', limit=3)))\n"
+      "print([f['name'] for f in mcp_tools.search('echo message')][:2])\n"
+      "print(len(mcp_tools.servers['tls']), 'tool_0059' in repr(mcp_tools.tls))\n"
+      "try:\n"
+      "    mcp_tools.search('  ')\n"
+      "except ValueError as e:\n"
+      "    print(e)\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_EQ(r["stdout"],
+            "9 {'server': 'tls', 'name': 'tool_0000', 'description': 'Extra tool number 0: "
+            "invoices.', 'call': 'mcp_tools.tls.tool_0000'}\n"
+            "3\n"
+            "['echo', 'whoami']\n"
+            "67 True\n"
+            "search needs at least one word, e.g. mcp_tools.search('issues')\n")
+      << r.dump();
+
+  // Up to the max every tool is named.
+  ServerProcess all({{"MCP_EXEC_UPSTREAMS", config},
+                     {"MCP_EXEC_TEST_TOKEN", kToken},
+                     {"MCP_EXEC_DESCRIBE_TOOLS_MAX", "100"}});
+  all.Initialize();
+  const std::string every = ExecDescription(all);
+  EXPECT_TRUE(Has(every, "- mcp_tools.tls (67 tools): echo, wait, whoami")) << every;
+  EXPECT_TRUE(Has(every, "tool_0059")) << every;
+}
+
+// Issue 40, point 5: help() and __doc__ show what a tool returns from its
+// outputSchema, a structured result is that dict, and a server that says
+// its tool list changed is listed again for the runs after.
+TEST(CodeModeDiscoveryTest, TypedReturnsAndAToolListThatChanges) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server");
+  const std::string config = m.Write(
+      "up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")},
+                  {"tiny",
+                   {{"command", "/usr/bin/python3"},
+                    {"args", {std::string(MCP_EXEC_UPSTREAMS_DIR) + "/tiny_upstream.py"}}}}});
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  s.Initialize();
+  json r = s.Exec(
+      "import mcp_tools\n"
+      "help(mcp_tools.tls.stats)\n"
+      "print('Returns a dict' in mcp_tools.tls.stats.__doc__)\n"
+      "v = mcp_tools.tls.stats(values=[2, 4])\n"
+      "print(type(v).__name__, v['n'], v['mean'])\n"
+      "print(mcp_tools.tls.grow(), mcp_tools.tiny.grow())\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  const std::string out = r["stdout"];
+  EXPECT_TRUE(Has(out, "Returns a dict: {'mean': number, 'n': integer}.")) << out;
+  EXPECT_TRUE(Has(out, "\nTrue\ndict 2 3.0\ngrown_0 grown_0\n")) << out;
+  // The next run sees the new tools of both (an event stream's
+  // notification over https, a line over stdio).
+  json next = s.Exec(
+      "import mcp_tools\n"
+      "print(mcp_tools.tls.grown_0(), mcp_tools.tiny.grown_0())\n"
+      "print('grown_0' in mcp_tools.servers['tls'], 'grown_0' in mcp_tools.servers['tiny'])\n");
+  EXPECT_EQ(next["stdout"], "grown_0 grown_0\nTrue True\n") << next.dump();
+  EXPECT_TRUE(s.StderrHas("\"event\":\"upstream_tools_changed\""));
 }
 
 }  // namespace

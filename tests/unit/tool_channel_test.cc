@@ -42,7 +42,7 @@ class ScriptedGateway : public ToolGateway {
     int64_t max_bytes = 0;
   };
 
-  json Catalog() const override { return {{"fs", {{"tools", json::array({{{"name", "read"}}})}}}}; }
+  json Catalog() override { return {{"fs", {{"tools", json::array({{{"name", "read"}}})}}}}; }
   ToolAnswer Call(const std::string& server, const std::string& tool, const json& arguments,
                   Clock::time_point deadline, int64_t max_bytes) override {
     std::unique_lock<std::mutex> lock(mu_);

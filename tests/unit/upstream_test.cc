@@ -62,6 +62,8 @@ TEST(UpstreamConfigTest, EveryBadEntryIsRefusedNamingIt) {
       {R"({"mcpServers": {"a": {"command": "x", "alow": []}}})", "unknown key \"alow\""},
       {R"({"mcpServers": {"a-b": {"command": "x"}, "a_b": {"command": "y"}}})",
        "would both be mcp_tools.a_b"},
+      {R"({"mcpServers": {"search": {"command": "x"}}})",
+       "upstream 'search' would be mcp_tools.search, which mcp_tools has for itself"},
   };
   for (const Case& c : cases) {
     std::vector<Spec> specs;

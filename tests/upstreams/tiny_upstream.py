@@ -10,6 +10,8 @@ Tools:
   labels(labels)    labels: an object whose keys match ^x- (patternProperties,
                     additionalProperties false); answers the keys
   deep(levels)      answers structuredContent nested `levels` arrays deep
+  grow()            adds a tool grown_N (answering "grown_N") and says so with
+                    notifications/tools/list_changed before its answer
 """
 import json
 import sys
@@ -26,6 +28,8 @@ TOOLS = [
                      "properties": {"labels": {"type": "object",
                                                "patternProperties": {"^x-": {"type": "string"}},
                                                "additionalProperties": False}}}},
+    {"name": "grow", "description": "Adds a tool, and says the list changed.",
+     "inputSchema": {"type": "object", "properties": {}}},
     {"name": "deep", "description": "An answer nested `levels` arrays deep.",
      "inputSchema": {"type": "object", "required": ["levels"],
                      "properties": {"levels": {"type": "integer", "minimum": 0}}}},
@@ -50,6 +54,15 @@ def answer(msg):
             return {"content": [{"type": "text", "text": str(len(args.get("word", "")))}]}
         if name == "labels":
             return {"content": [{"type": "text", "text": ",".join(sorted(args.get("labels", {})))}]}
+        if name == "grow":
+            grown = "grown_%d" % sum(1 for t in TOOLS if t["name"].startswith("grown_"))
+            TOOLS.append({"name": grown, "description": "A tool grow() added.",
+                          "inputSchema": {"type": "object", "properties": {}}})
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0",
+                                         "method": "notifications/tools/list_changed"}) + "\n")
+            return {"content": [{"type": "text", "text": grown}]}
+        if name.startswith("grown_"):
+            return {"content": [{"type": "text", "text": name}]}
         if name == "deep":
             # Written as text: json.dumps recurses and would stop at Python's
             # recursion limit long before the supervisor's bound matters.

@@ -22,6 +22,9 @@ Tools:
   stats(values)   answers structuredContent {"n", "mean"} (with outputSchema)
   whoami()        echoes the Authorization header it got (a careless server
                   that leaks a credential into its answer)
+  grow()          adds a tool grown_N (answering "grown_N"); its answer is an
+                  event stream whose first event is
+                  notifications/tools/list_changed
 """
 import json
 import os
@@ -48,6 +51,8 @@ TOOLS = [
     {"name": "whoami", "description": "Echoes the Authorization header.",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "peak", "description": "The most wait calls at once since the last peak().",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "grow", "description": "Adds a tool, and says the list changed.",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "sni", "description": "The server name of the client's TLS hello.",
      "inputSchema": {"type": "object", "properties": {}}},
@@ -95,7 +100,13 @@ def call(name, args, headers):
         doc = {"n": len(values), "mean": mean}
         return {"content": [{"type": "text", "text": json.dumps(doc)}],
                 "structuredContent": doc}
-    if name.startswith("tool_"):
+    if name == "grow":
+        with LOCK:
+            grown = "grown_%d" % sum(1 for t in TOOLS if t["name"].startswith("grown_"))
+            TOOLS.append({"name": grown, "description": "A tool grow() added.",
+                          "inputSchema": {"type": "object", "properties": {}}})
+        return text(grown)
+    if name.startswith("tool_") or name.startswith("grown_"):
         return text(name)
     return None
 
@@ -165,6 +176,13 @@ class Handler(BaseHTTPRequestHandler):
                      "error": {"code": -32601, "message": "unknown"}}
         else:
             reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+        if (msg.get("params") or {}).get("name") == "grow":
+            # As an event stream: the notification first, then the answer.
+            changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+            body = "".join("event: message\ndata: %s\n\n" % json.dumps(m)
+                           for m in (changed, reply)).encode()
+            self.send(200, body, [("Content-Type", "text/event-stream")])
+            return
         self.send(200, json.dumps(reply).encode(), headers)
 
 
