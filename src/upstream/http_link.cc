@@ -6,6 +6,7 @@
 // clang-format on
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -86,6 +87,7 @@ struct HttpLink::Exchange {
   std::optional<ssl::stream<beast::tcp_stream&>> tls;  // https
   beast::flat_buffer buffer{kMaxBuffered};
   Clock::time_point deadline;
+  Clock::time_point idle_since;  // kept idle by the link since
   std::atomic<bool> aborted{false};
 };
 
@@ -196,6 +198,16 @@ std::optional<nlohmann::json> ReadAnswer(HttpLink::Exchange& ex, const nlohmann:
     head->session_id = std::string(it->value());
   }
   const bool awaited = message.contains("id");
+  // The connection can carry the next request once this answer was read
+  // to its end, the server keeps it open, and nothing more came on it.
+  struct Reusable {
+    AnswerHead* head;
+    HttpLink::Exchange& ex;
+    Parser& parser;
+    ~Reusable() {
+      head->reusable = parser.is_done() && parser.keep_alive() && ex.buffer.size() == 0;
+    }
+  } reusable{head, ex, parser};
   if (head->status / 100 != 2) return Refusal(ex, parser, head->status, error);
   if (head->status == 202 && !awaited) return nlohmann::json();
   std::string type(response[bhttp::field::content_type]);
@@ -305,46 +317,63 @@ void HttpLink::Close(Exchange* exchange) {
   open_.erase(exchange);
 }
 
-std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
-                                             Clock::time_point deadline, std::string* error) {
-  if (tls_ && !tls_->error.empty()) {
-    *error = tls_->error;
-    return std::nullopt;
+// A connection for the next POST: an idle one kept from an earlier POST
+// (*reused) that the server has not closed meanwhile, or a new one
+// (resolved, connected and, for https, verified).
+std::unique_ptr<HttpLink::Exchange> HttpLink::Connection(Clock::time_point deadline, bool* reused,
+                                                         std::string* error) {
+  *reused = false;
+  for (;;) {
+    std::unique_ptr<Exchange> idle;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (idle_.empty()) break;
+      idle = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    // Readable while idle: the server closed it (or sent what no request
+    // asked for); either way it is not used again.
+    pollfd p{idle->stream.socket().native_handle(), POLLIN, 0};
+    if (Clock::now() - idle->idle_since < kIdleFor && poll(&p, 1, 0) == 0) {
+      idle->deadline = deadline;
+      *reused = true;
+      return idle;
+    }
   }
-  Exchange ex(deadline);
-  if (!Open(&ex, error)) return std::nullopt;
-  struct Closer {
-    HttpLink* link;
-    Exchange* ex;
-    ~Closer() { link->Close(ex); }
-  } closer{this, &ex};
-
+  auto ex = std::make_unique<Exchange>(deadline);
   const std::string port = std::to_string(url_.port);
   beast::error_code ec;
-  // A name is resolved before the deadline's clock matters: upstreams are
-  // addresses or names of the local network (getaddrinfo has no timeout).
-  const tcp::resolver::results_type endpoints = tcp::resolver(ex.ioc).resolve(url_.host, port, ec);
+  // Resolved with getaddrinfo, which has no deadline of its own.
+  const tcp::resolver::results_type endpoints = tcp::resolver(ex->ioc).resolve(url_.host, port, ec);
   if (ec) {
     *error = "cannot resolve " + url_.host + ": " + ec.message();
-    return std::nullopt;
+    return nullptr;
   }
-  if ((ec = ex.Step([&](auto handler) { ex.stream.async_connect(endpoints, handler); }))) {
+  if ((ec = ex->Step([&](auto handler) { ex->stream.async_connect(endpoints, handler); }))) {
     *error = ec == asio::error::operation_aborted
                  ? Why(ec)
                  : "cannot connect to " + url_.host + ":" + port + ": " +
                        (ec == beast::error::timeout ? "it did not answer in time" : ec.message());
-    return std::nullopt;
+    return nullptr;
   }
-  if (tls_ && !Handshake(ex, tls_->context, url_.host, error)) return std::nullopt;
+  // A request goes out as a few writes (head, body; TLS records): without
+  // this, on a kept connection Nagle's algorithm holds each later one until
+  // the server's delayed ACK, some 40 ms.
+  ex->stream.socket().set_option(tcp::no_delay(true), ec);
+  if (tls_ && !Handshake(*ex, tls_->context, url_.host, error)) return nullptr;
+  return ex;
+}
 
+// The request that carries message, with the session's headers and the
+// entry's own.
+bhttp::request<bhttp::string_body> HttpLink::Build(const nlohmann::json& message) {
   bhttp::request<bhttp::string_body> request{bhttp::verb::post, url_.target, 11};
   const bool v6 = url_.host.find(':') != std::string::npos;
   const bool default_port = url_.port == (url_.tls ? 443 : 80);
-  request.set(bhttp::field::host,
-              (v6 ? "[" + url_.host + "]" : url_.host) + (default_port ? "" : ":" + port));
+  request.set(bhttp::field::host, (v6 ? "[" + url_.host + "]" : url_.host) +
+                                      (default_port ? "" : ":" + std::to_string(url_.port)));
   request.set(bhttp::field::content_type, "application/json");
   request.set(bhttp::field::accept, "application/json, text/event-stream");
-  request.set(bhttp::field::connection, "close");
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
@@ -361,26 +390,53 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
   for (const auto& [k, v] : spec_.headers) request.set(k, v);
   request.body() = message.dump();
   request.prepare_payload();
-  if ((ec = ex.Io(
-           [&](auto& stream, auto handler) { bhttp::async_write(stream, request, handler); }))) {
-    *error = ec == beast::error::timeout ? "it did not read its input in time" : Why(ec);
+  return request;
+}
+
+std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
+                                             Clock::time_point deadline, std::string* error) {
+  if (tls_ && !tls_->error.empty()) {
+    *error = tls_->error;
     return std::nullopt;
   }
-
-  AnswerHead head;
-  std::optional<nlohmann::json> answer = ReadAnswer(ex, message, on_tools_changed, &head, error);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (head.session_id) session_id_ = *head.session_id;
-  // 404 is the specification's answer to a session the server ended; the
-  // TypeScript SDK's servers say 400 to one they never knew (they
-  // restarted). Either way a new handshake is due.
-  if ((head.status == 404 || head.status == 400) && !session_id_.empty()) expired_ = true;
-  return answer;
+  const bhttp::request<bhttp::string_body> request = Build(message);
+  // A kept connection the server closed just as the request went out fails
+  // before any answer: the request goes again, once, on a new connection.
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    std::unique_ptr<Exchange> ex = Connection(deadline, &reused, error);
+    if (!ex || !Open(ex.get(), error)) return std::nullopt;
+    AnswerHead head;
+    std::optional<nlohmann::json> answer;
+    beast::error_code ec =
+        ex->Io([&](auto& stream, auto handler) { bhttp::async_write(stream, request, handler); });
+    if (ec) {
+      *error = ec == beast::error::timeout ? "it did not read its input in time" : Why(ec);
+    } else {
+      answer = ReadAnswer(*ex, message, on_tools_changed, &head, error);
+    }
+    Close(ex.get());
+    const bool failed_before_answer =
+        !answer && head.status == 0 && !ex->aborted && Clock::now() < deadline;
+    if (reused && failed_before_answer && attempt == 0) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (head.session_id) session_id_ = *head.session_id;
+    // 404 is the specification's answer to a session the server ended; the
+    // TypeScript SDK's servers say 400 to one they never knew (they
+    // restarted). Either way a new handshake is due.
+    if ((head.status == 404 || head.status == 400) && !session_id_.empty()) expired_ = true;
+    if (answer && head.reusable && !aborted_ && idle_.size() < kMaxIdle) {
+      ex->idle_since = Clock::now();
+      idle_.push_back(std::move(ex));
+    }
+    return answer;
+  }
 }
 
 void HttpLink::Abort() {
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = true;
+  idle_.clear();
   for (Exchange* ex : open_) ex->Abort();
 }
 

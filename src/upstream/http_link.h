@@ -1,6 +1,7 @@
 // A streamable HTTP upstream, spoken to through Boost.Beast (the stack the
 // server's own HTTP transport stands on): one POST per message, answered
-// with JSON or with an event stream that carries the response. An https
+// with JSON or with an event stream that carries the response; a connection
+// whose answer was read to its end is kept for the next POSTs. An https
 // URL is spoken to over TLS (OpenSSL through Asio): TLS 1.2 or later, the
 // server's chain verified against the system's CA store or the entry's
 // "ca" file, its name (or address) against the URL's host, SNI sent. Every step
@@ -10,12 +11,15 @@
 #pragma once
 
 #include <atomic>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "upstream/config.h"
 #include "upstream/link.h"
@@ -26,6 +30,7 @@ namespace mcpexec::upstream {
 struct AnswerHead {
   int status = 0;
   std::optional<std::string> session_id;  // Mcp-Session-Id, when sent
+  bool reusable = false;                  // the connection may carry the next request
 };
 
 class HttpLink : public Link {
@@ -51,6 +56,14 @@ class HttpLink : public Link {
                                      std::string* error);
   bool Open(Exchange* exchange, std::string* error);
   void Close(Exchange* exchange);
+  std::unique_ptr<Exchange> Connection(Clock::time_point deadline, bool* reused,
+                                       std::string* error);
+  boost::beast::http::request<boost::beast::http::string_body> Build(const nlohmann::json& message);
+
+  // Connections kept for the next POSTs (HTTP/1.1 keep-alive): at most
+  // kMaxIdle, each for at most kIdleFor, checked before it is used again.
+  static constexpr size_t kMaxIdle = 8;
+  static constexpr std::chrono::seconds kIdleFor{30};
 
   const Spec spec_;
   Url url_;
@@ -59,7 +72,8 @@ class HttpLink : public Link {
   std::string session_id_;
   std::string protocol_version_;
   std::atomic<bool> expired_{false};
-  std::set<Exchange*> open_;  // the POSTs in flight (under mu_)
+  std::set<Exchange*> open_;                     // the POSTs in flight (under mu_)
+  std::vector<std::unique_ptr<Exchange>> idle_;  // kept connections (under mu_)
   bool aborted_ = false;
 };
 

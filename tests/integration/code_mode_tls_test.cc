@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "server_process.h"
@@ -57,7 +58,8 @@ class Material {
 // its first line of output.
 class TlsUpstream {
  public:
-  TlsUpstream(const Material& m, const std::string& cert, int extra_tools = 0) {
+  TlsUpstream(const Material& m, const std::string& cert,
+              const std::map<std::string, std::string>& env = {}) {
     int out[2];
     EXPECT_EQ(pipe(out), 0);
     pid_ = fork();
@@ -67,7 +69,7 @@ class TlsUpstream {
       dup2(null_fd, 2);
       close(out[0]);
       setenv("TLS_UPSTREAM_AUTH", ("Bearer " + kToken).c_str(), 1);
-      setenv("TLS_UPSTREAM_TOOLS", std::to_string(extra_tools).c_str(), 1);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       const std::string script = std::string(MCP_EXEC_UPSTREAMS_DIR) + "/tls_upstream.py";
       const std::string c = m.dir() + "/" + cert + ".pem", k = m.dir() + "/" + cert + ".key";
       execl("/usr/bin/python3", "python3", script.c_str(), c.c_str(), k.c_str(), nullptr);
@@ -169,6 +171,27 @@ TEST(CodeModeTlsTest, ACertificateThatDoesNotProveTheServerStopsTheStart) {
     EXPECT_TRUE(Has(err, c.needle)) << c.what << ": " << c.needle << "\n" << err;
     EXPECT_FALSE(Has(err, kToken)) << err;
   }
+}
+
+// A connection whose answer was read whole carries the next calls (no
+// TLS handshake each); one the server closed while it sat idle is replaced.
+TEST(CodeModeTlsTest, ConnectionsAreKeptAndOneTheServerClosedIsReplaced) {
+  Material m;
+  ASSERT_TRUE(m.ok());
+  TlsUpstream up(m, "server", {{"TLS_UPSTREAM_IDLE_S", "1"}});
+  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  s.Initialize();
+  json r = s.Exec(
+      "import mcp_tools, time\n"
+      "before = int(mcp_tools.tls.connections())\n"
+      "for i in range(20):\n"
+      "    assert mcp_tools.tls.echo(message=str(i)) == f'Echo: {i}'\n"
+      "print(int(mcp_tools.tls.connections()) - before)\n"
+      "time.sleep(2)\n"
+      "print(mcp_tools.tls.echo(message='after the server closed it'))\n");
+  EXPECT_EQ(r["exit_code"], 0) << r.dump();
+  EXPECT_EQ(r["stdout"], "0\nEcho: after the server closed it\n") << r.dump();
 }
 
 // A variable the file names but the server's environment lacks stops the
@@ -304,12 +327,12 @@ std::string ExecDescription(ServerProcess& s) {
 TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTools) {
   Material m;
   ASSERT_TRUE(m.ok());
-  TlsUpstream up(m, "server", 60);  // 7 tools of its own, and 60 more
+  TlsUpstream up(m, "server", {{"TLS_UPSTREAM_TOOLS", "60"}});  // 8 of its own, and 60
   const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
   ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
   s.Initialize();
   const std::string description = ExecDescription(s);
-  EXPECT_TRUE(Has(description, "\n- mcp_tools.tls (67 tools)\n67 tools in all")) << description;
+  EXPECT_TRUE(Has(description, "\n- mcp_tools.tls (68 tools)\n68 tools in all")) << description;
   EXPECT_TRUE(Has(description, "print(mcp_tools.search('a few words'))")) << description;
   EXPECT_FALSE(Has(description, "tool_0001")) << description;
   json r = s.Exec(
@@ -329,7 +352,7 @@ TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTo
             "invoices.', 'call': 'mcp_tools.tls.tool_0000'}\n"
             "3\n"
             "['echo', 'whoami']\n"
-            "67 True\n"
+            "68 True\n"
             "search needs at least one word, e.g. mcp_tools.search('issues')\n")
       << r.dump();
 
@@ -339,7 +362,7 @@ TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTo
                      {"MCP_EXEC_DESCRIBE_TOOLS_MAX", "100"}});
   all.Initialize();
   const std::string every = ExecDescription(all);
-  EXPECT_TRUE(Has(every, "- mcp_tools.tls (67 tools): echo, wait, whoami")) << every;
+  EXPECT_TRUE(Has(every, "- mcp_tools.tls (68 tools): echo, wait, whoami")) << every;
   EXPECT_TRUE(Has(every, "tool_0059")) << every;
 }
 

@@ -12,13 +12,17 @@ Environment:
                      Authorization value, or it is answered 401
   TLS_UPSTREAM_TOOLS how many extra tools named tool_0001... to list
                      (default 0), for the discovery tests
+  TLS_UPSTREAM_IDLE_S  seconds a kept-alive connection may sit idle before
+                     the server closes it (default 60)
 
 Tools:
   echo(message)   answers "Echo: <message>"
   wait(ms)        sleeps ms milliseconds on its own thread, answers "waited"
   peak()          the most wait calls that were in progress at once since
                   the last peak(), which starts the count again
-  sni()           the server name the client's TLS hello sent ("" for none)
+  sni()           the server name the TLS hello of the connection carrying
+                  the call sent ("" for none)
+  connections()   how many connections the server has accepted so far
   stats(values)   answers structuredContent {"n", "mean"} (with outputSchema)
   whoami()        echoes the Authorization header it got (a careless server
                   that leaks a credential into its answer)
@@ -35,8 +39,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-SNI = {"last": ""}
 WAITS = {"now": 0, "peak": 0}
+CONNECTIONS = {"accepted": 0}
 SESSIONS = set()
 LOCK = threading.Lock()
 
@@ -53,6 +57,8 @@ TOOLS = [
     {"name": "peak", "description": "The most wait calls at once since the last peak().",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "grow", "description": "Adds a tool, and says the list changed.",
+     "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "connections", "description": "How many connections were accepted.",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "sni", "description": "The server name of the client's TLS hello.",
      "inputSchema": {"type": "object", "properties": {}}},
@@ -75,9 +81,9 @@ def text(t):
     return {"content": [{"type": "text", "text": t}]}
 
 
-def call(name, args, headers):
+def call(name, args, handler):
     if name == "whoami":
-        return text("you sent " + str(headers.get("Authorization")))
+        return text("you sent " + str(handler.headers.get("Authorization")))
     if name == "echo":
         return text("Echo: " + str(args.get("message")))
     if name == "wait":
@@ -92,8 +98,11 @@ def call(name, args, headers):
         with LOCK:
             peak, WAITS["peak"] = WAITS["peak"], WAITS["now"]
         return text(str(peak))
+    if name == "connections":
+        with LOCK:
+            return text(str(CONNECTIONS["accepted"]))
     if name == "sni":
-        return text(SNI["last"] or "")
+        return text(getattr(handler.connection, "sni_name", None) or "")
     if name == "stats":
         values = args.get("values") or []
         mean = sum(values) / len(values) if values else 0.0
@@ -111,7 +120,7 @@ def call(name, args, headers):
     return None
 
 
-def answer(msg, headers):
+def answer(msg, handler):
     method, params = msg.get("method"), msg.get("params") or {}
     if method == "initialize":
         return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
@@ -122,12 +131,19 @@ def answer(msg, headers):
     if method == "tools/list":
         return {"tools": TOOLS}
     if method == "tools/call":
-        return call(params.get("name"), params.get("arguments") or {}, headers)
+        return call(params.get("name"), params.get("arguments") or {}, handler)
     return None
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # the answer's head and body are two writes
+    timeout = float(os.environ.get("TLS_UPSTREAM_IDLE_S", "60"))
+
+    def setup(self):
+        with LOCK:
+            CONNECTIONS["accepted"] += 1
+        super().setup()
 
     def log_message(self, *args):
         pass
@@ -170,7 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 SESSIONS.add(sid)
             headers.append(("Mcp-Session-Id", sid))
-        result = answer(msg, self.headers)
+        result = answer(msg, self)
         if result is None:
             reply = {"jsonrpc": "2.0", "id": msg["id"],
                      "error": {"code": -32601, "message": "unknown"}}
@@ -195,7 +211,7 @@ def main():
         context.load_cert_chain(cert, key)
 
         def remember(sock, name, ctx):
-            SNI["last"] = name or ""
+            sock.sni_name = name
         context.sni_callback = remember
         server.socket = context.wrap_socket(server.socket, server_side=True)
     print(server.server_address[1], flush=True)
