@@ -197,7 +197,8 @@ std::string BuildRequestPath(const Config& config, ZygoteClient& zygote, Metrics
                                                 *path->sessions, metrics, SandboxSummary(runtime),
                                                 server.tasks());
   if (path->upstreams) {
-    path->backend->SetToolsSummary(ToolsDescription(config, path->upstreams->Summary(config.describe_tools_max)));
+    path->backend->SetToolsSummary(
+        ToolsDescription(config, path->upstreams->Summary(config.describe_tools_max)));
   }
   // What the runs leave in the resource store: big task results wait there,
   // and resources/read serves it.

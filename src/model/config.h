@@ -86,7 +86,7 @@ struct Config {
   std::string upstreams;  // code mode: the MCP_EXEC_UPSTREAMS file ("" none)
   int64_t max_tool_calls = 100;
   int64_t max_tool_calls_in_flight = 8;  // of one run, answered side by side
-  int64_t describe_tools_max = 40;        // past it the description names servers only
+  int64_t describe_tools_max = 40;       // past it the description names servers only
   int64_t max_tool_result_bytes = 1048576;
   int64_t zygote_huge_pages = 1;
   int64_t spare_prefault = 1;  // measured: 1 pays; 2 costs back-to-back calls
