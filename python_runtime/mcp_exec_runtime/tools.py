@@ -30,8 +30,11 @@ ToolError.__module__ = "mcp_tools"  # as tracebacks and the agent should name it
 # why the channel ended. Calls overlap: each thread writes its frame, then
 # one thread at a time reads, keeping what belongs to others.
 _tools = {"lock": threading.Lock(), "next": 1, "catalog": None, "fd": -1,
-          "cv": threading.Condition(), "replies": {}, "reading": False, "ended": None,
-          "closing": None, "pool": None}
+          "cv": threading.Condition(), "replies": {}, "reading": False, "ended": {},
+          "closing": {}, "pool": None}
+# "ended" and "closing" are kept per socket (its inode): a session's cells
+# each get a new socket on the same fd, and one cell's ended channel says
+# nothing of the next one's.
 
 
 def configure(tools_fd):
@@ -39,7 +42,17 @@ def configure(tools_fd):
     _tools["fd"] = tools_fd
 
 
+def _socket_of(fd):
+    try:
+        return os.fstat(fd).st_ino
+    except OSError:
+        return None
+
+
 def _send_frame(fd, frame):
+    ended = _tools["ended"].get(_socket_of(fd))
+    if ended is not None:  # nothing goes out on a channel known to be closed
+        raise ToolError(ended)
     with _tools["lock"]:
         frame_id = _tools["next"]
         _tools["next"] += 1
@@ -54,13 +67,14 @@ def _send_frame(fd, frame):
             while data:
                 data = data[os.write(fd, data):]
         except OSError as e:
-            raise ToolError(_closed_text(e)) from None
+            raise ToolError(_closed_text(_socket_of(fd), e)) from None
     return frame_id
 
 
-def _closed_text(e):
-    return _tools["closing"] or ("the tool channel is closed (%s): tools can be called only "
-                                 "while an exec call runs" % (e.strerror or e))
+def _closed_text(sock, e):
+    return _tools["closing"].get(sock) or (
+        "the tool channel is closed (%s): tools can be called only while an exec call runs"
+        % (e.strerror or e))
 
 
 def _await_reply(fd, frame_id):
@@ -71,8 +85,9 @@ def _await_reply(fd, frame_id):
         while True:
             if frame_id in _tools["replies"]:
                 return _tools["replies"].pop(frame_id)
-            if _tools["ended"] is not None:
-                raise ToolError(_tools["ended"])
+            sock = _socket_of(fd)
+            if sock in _tools["ended"]:
+                raise ToolError(_tools["ended"][sock])
             if not _tools["reading"]:
                 _tools["reading"] = True
                 break
@@ -85,20 +100,20 @@ def _await_reply(fd, frame_id):
                 answer = None
             with cv:
                 if not isinstance(answer, dict):
-                    _tools["ended"] = "the tool channel sent something that is not JSON"
-                    raise ToolError(_tools["ended"])
+                    _tools["ended"][sock] = "the tool channel sent something that is not JSON"
+                    raise ToolError(_tools["ended"][sock])
                 reply_id = answer.get("id")
                 if reply_id == frame_id:
                     return answer
                 if reply_id is None:  # the channel's last word: why it ends
-                    _tools["closing"] = answer.get("error")
+                    _tools["closing"][sock] = answer.get("error")
                 else:
                     _tools["replies"][reply_id] = answer
                 cv.notify_all()
     except OSError as e:
         with cv:
-            _tools["ended"] = _closed_text(e)
-        raise ToolError(_tools["ended"]) from None
+            _tools["ended"][sock] = _closed_text(sock, e)
+        raise ToolError(_tools["ended"][sock]) from None
     finally:
         with cv:
             _tools["reading"] = False
@@ -184,6 +199,7 @@ class _Pending:
     # Used as the value it is not yet: the same words, whatever the use.
     __getitem__ = __iter__ = __len__ = __contains__ = __int__ = __float__ = __index__ = _as_value
     __add__ = __radd__ = __mul__ = __eq__ = __lt__ = __gt__ = _as_value
+    __bool__ = _as_value  # `if call(...):` without await is a mistake, said as one
     __hash__ = object.__hash__
 
 

@@ -66,8 +66,12 @@ struct ToolChannel::State : std::enable_shared_from_this<State> {
       std::lock_guard<std::mutex> lock(mu);
       if (stopped || shut) return;
       queue.push_back(std::move(item));
-      if (idle > 0 || workers >= std::max<int64_t>(1, limits.max_in_flight)) {
-        more.notify_one();
+      // A lingering thread takes it; one more is started while the
+      // lingering ones already have an item each (a burst comes in one
+      // read, before any of them woke).
+      more.notify_one();
+      if (static_cast<int>(queue.size()) <= idle ||
+          workers >= std::max<int64_t>(1, limits.max_in_flight)) {
         return;
       }
       ++workers;

@@ -28,14 +28,45 @@ namespace {
 
 constexpr size_t kStderrTail = 4096;
 
-std::string Mask(std::string text, const std::vector<std::string>& secrets) {
+}  // namespace
+
+std::string Mask(const std::string& text, const std::vector<std::string>& secrets) {
+  std::string out = text;
   for (const std::string& s : secrets) {
-    for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at)) {
-      text.replace(at, s.size(), "***");
+    if (s.empty() || out.find(s) == std::string::npos) continue;
+    // One pass: what is kept, with *** where the secret was.
+    std::string next;
+    next.reserve(out.size());
+    size_t from = 0;
+    for (size_t at = out.find(s); at != std::string::npos; at = out.find(s, from)) {
+      next.append(out, from, at - from).append("***");
+      from = at + s.size();
+    }
+    next.append(out, from, std::string::npos);
+    out = std::move(next);
+  }
+  return out;
+}
+
+void MaskStrings(nlohmann::json* value, const std::vector<std::string>& secrets) {
+  if (secrets.empty()) return;
+  // Every string in the value (not its keys), walked with a stack of its
+  // own: the value's depth is bounded when it is parsed, and never recursed.
+  std::vector<nlohmann::json*> pending = {value};
+  while (!pending.empty()) {
+    nlohmann::json* v = pending.back();
+    pending.pop_back();
+    if (v->is_string()) {
+      const std::string& s = v->get_ref<const std::string&>();
+      std::string masked = Mask(s, secrets);
+      if (masked != s) *v = std::move(masked);
+    } else if (v->is_structured()) {
+      for (auto& item : *v) pending.push_back(&item);
     }
   }
-  return text;
 }
+
+namespace {
 
 // Writes all of data to a non-blocking fd by the deadline.
 bool WriteAll(int fd, const std::string& data, Clock::time_point deadline, std::string* error) {
@@ -430,13 +461,15 @@ std::shared_ptr<Link> Client::Live(Clock::time_point deadline, std::string* erro
   lock.unlock();
   log::Info("upstream_restart", {{"upstream", spec_.name}, {"restarts", restarts_}});
   std::shared_ptr<Link> link;
-  nlohmann::json tools_before = tools_;
+  const nlohmann::json tools_before = tools();
   if (!Connect(&link, deadline, error)) {
     *error = "it stopped and could not be restarted (" + *error + ")";
     return nullptr;
   }
+  // The restarted server's list, if it differs, reaches the catalog the
+  // way a list_changed notice does.
+  if (tools() != tools_before) tools_changed_ = true;
   lock.lock();
-  tools_ = std::move(tools_before);  // runs keep the catalog they were told at start
   link_ = link;
   return link;
 }
@@ -463,22 +496,11 @@ CallResult Client::Call(const std::string& tool, const nlohmann::json& arguments
     r = Rpc(*link, "tools/call", params, deadline, &out.error);
   }
   if (!r) {
-    out.error = Mask(out.error, spec_.Secrets());
+    out.error = Mask(out.error, spec_.Credentials());
     return out;
   }
-  // An upstream that echoes a credential (in an error's text, say) does not
-  // hand it to the run: each of the entry's secrets becomes "***".
-  std::string text = r->dump();
-  out.bytes = static_cast<int64_t>(text.size());
-  const std::string masked = Mask(text, spec_.Secrets());
-  if (masked == text) {
-    out.result = std::move(*r);
-  } else if (bounded_json::Parsed p = bounded_json::Parse(masked); p.ok()) {
-    out.result = std::move(p.value);
-  } else {
-    out.error = "its result held one of the entry's secrets, and was withheld";
-    return out;
-  }
+  out.bytes = static_cast<int64_t>(r->dump().size());
+  out.result = std::move(*r);
   out.ok = true;
   return out;
 }

@@ -58,6 +58,11 @@ class StdioLink : public Link {
   std::string stderr_tail_;
 };
 
+// text with every secret in it written as "***" (one pass a secret).
+std::string Mask(const std::string& text, const std::vector<std::string>& secrets);
+// The same for every string of a value (keys left as they are).
+void MaskStrings(nlohmann::json* value, const std::vector<std::string>& secrets);
+
 // What a tools/call answered.
 struct CallResult {
   bool ok = false;                  // the call reached the server and it answered

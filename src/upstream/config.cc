@@ -41,13 +41,17 @@ bool Expand(const std::string& value, const Lookup& lookup, std::string* out,
       *error = "has a ${ that is not ${NAME} or ${NAME:-default}";
       return false;
     }
-    const char* set = lookup(name);
-    if (set == nullptr && dash == std::string::npos) {
-      *error = "names the environment variable " + name + ", which is not set";
-      return false;
+    // As a shell's ${NAME:-default}: the default when NAME is unset or empty.
+    const char* value = lookup(name);
+    const bool set = value != nullptr && *value != '\0';
+    if (!set && dash == std::string::npos) {
+      if (value == nullptr) {
+        *error = "names the environment variable " + name + ", which is not set";
+        return false;
+      }
     }
-    const std::string resolved = set != nullptr ? set : inner.substr(dash + 2);
-    if (set != nullptr && resolved.size() >= 4) used->push_back(resolved);
+    const std::string resolved = set || dash == std::string::npos ? value : inner.substr(dash + 2);
+    if (set && resolved.size() >= 4) used->push_back(resolved);
     *out += resolved;
     i = close;
   }
@@ -211,6 +215,17 @@ std::vector<std::string> Spec::Secrets() const {
 }
 
 const char* ProcessEnvironment(const std::string& name) { return std::getenv(name.c_str()); }
+
+std::vector<std::string> Spec::Credentials() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : headers) {
+    if (v.size() >= 8) out.push_back(v);
+  }
+  for (const std::string& v : referenced) {
+    if (v.size() >= 8) out.push_back(v);
+  }
+  return out;
+}
 
 bool ParseSpecs(const std::string& text, std::vector<Spec>* specs, std::string* error,
                 const Lookup& lookup) {

@@ -39,6 +39,11 @@ struct Spec {
   // Every secret of the entry (env and header values, and the values of
   // the variables they named), for redaction.
   std::vector<std::string> Secrets() const;
+  // The credentials among them, masked in what a run gets (results,
+  // errors): the header values and what ${NAME}s resolved to, of at least
+  // 8 characters. Not a literal env value: "true" or "text" would mangle
+  // every result.
+  std::vector<std::string> Credentials() const;
   std::vector<std::string> referenced;  // the values ${NAME} resolved to
 };
 

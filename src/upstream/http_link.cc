@@ -317,9 +317,10 @@ void HttpLink::Close(Exchange* exchange) {
   open_.erase(exchange);
 }
 
-// A connection for the next POST: an idle one kept from an earlier POST
-// (*reused) that the server has not closed meanwhile, or a new one
-// (resolved, connected and, for https, verified).
+// A connection for the next POST, registered (Abort ends it, connecting
+// too): an idle one kept from an earlier POST (*reused) that the server has
+// not closed meanwhile, or a new one (resolved, connected and, for https,
+// verified).
 std::unique_ptr<HttpLink::Exchange> HttpLink::Connection(Clock::time_point deadline, bool* reused,
                                                          std::string* error) {
   *reused = false;
@@ -337,10 +338,18 @@ std::unique_ptr<HttpLink::Exchange> HttpLink::Connection(Clock::time_point deadl
     if (Clock::now() - idle->idle_since < kIdleFor && poll(&p, 1, 0) == 0) {
       idle->deadline = deadline;
       *reused = true;
-      return idle;
+      return Open(idle.get(), error) ? std::move(idle) : nullptr;
     }
   }
   auto ex = std::make_unique<Exchange>(deadline);
+  if (!Open(ex.get(), error)) return nullptr;
+  struct Unregister {
+    HttpLink* link;
+    Exchange* ex;
+    ~Unregister() {
+      if (ex) link->Close(ex);
+    }
+  } unregister{this, ex.get()};
   const std::string port = std::to_string(url_.port);
   beast::error_code ec;
   // Resolved with getaddrinfo, which has no deadline of its own.
@@ -361,6 +370,7 @@ std::unique_ptr<HttpLink::Exchange> HttpLink::Connection(Clock::time_point deadl
   // the server's delayed ACK, some 40 ms.
   ex->stream.socket().set_option(tcp::no_delay(true), ec);
   if (tls_ && !Handshake(*ex, tls_->context, url_.host, error)) return nullptr;
+  unregister.ex = nullptr;  // the caller's now, and Close is its to call
   return ex;
 }
 
@@ -401,11 +411,14 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
   }
   const bhttp::request<bhttp::string_body> request = Build(message);
   // A kept connection the server closed just as the request went out fails
-  // before any answer: the request goes again, once, on a new connection.
+  // before any answer: the request goes again, once, on a new connection;
+  // a tools/call only when it was not written whole (a tool is never run
+  // twice for one call).
+  const bool repeatable = message.value("method", "") != "tools/call";
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     std::unique_ptr<Exchange> ex = Connection(deadline, &reused, error);
-    if (!ex || !Open(ex.get(), error)) return std::nullopt;
+    if (!ex) return std::nullopt;
     AnswerHead head;
     std::optional<nlohmann::json> answer;
     beast::error_code ec =
@@ -416,8 +429,8 @@ std::optional<nlohmann::json> HttpLink::Post(const nlohmann::json& message,
       answer = ReadAnswer(*ex, message, on_tools_changed, &head, error);
     }
     Close(ex.get());
-    const bool failed_before_answer =
-        !answer && head.status == 0 && !ex->aborted && Clock::now() < deadline;
+    const bool failed_before_answer = !answer && head.status == 0 && !ex->aborted &&
+                                      Clock::now() < deadline && (ec || repeatable);
     if (reused && failed_before_answer && attempt == 0) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (head.session_id) session_id_ = *head.session_id;

@@ -34,6 +34,10 @@ struct Upstreams::Server {
     std::lock_guard<std::mutex> lock(mu);
     return listed;
   }
+  // One thread lists a changed server again at a time; after a failure,
+  // not again before retry_after (under refresh_mu).
+  std::mutex refresh_mu;
+  Clock::time_point retry_after{};
 
  private:
   mutable std::mutex mu;
@@ -84,12 +88,17 @@ std::shared_ptr<const Tools> Upstreams::AllowedTools(const Spec& spec,
 
 // A server that said its tool list changed is listed again, before the
 // catalog a run asks for is made (a run started after the change sees it).
+// A run never waits for another's listing (it gets the list as it was), and
+// a server that fails to list is asked again only after kRelistBackoff.
 void Upstreams::RefreshChanged() {
   for (auto& server : servers_) {
     if (!server->client.ToolsChanged()) continue;
+    std::unique_lock<std::mutex> refreshing(server->refresh_mu, std::try_to_lock);
+    if (!refreshing.owns_lock() || Clock::now() < server->retry_after) continue;
     const Spec& spec = server->client.spec();
     std::string why;
     if (!server->client.Relist(Clock::now() + kRelistTimeout, &why)) {
+      server->retry_after = Clock::now() + kRelistBackoff;
       log::Warn("upstream_tools_changed",
                 {{"upstream", spec.name}, {"relisted", false}, {"why", why}});
       continue;
@@ -321,6 +330,10 @@ ToolAnswer Upstreams::Call(const std::string& server_name, const std::string& to
               "); ask it for less";
     return finish();
   }
+  // An upstream that echoes a credential (in an error's text, say) does
+  // not hand it to the run: each becomes "***" in every string of the
+  // result (after the size check: a result past it is never walked).
+  MaskStrings(&r.result, server->client.spec().Credentials());
   if (r.result.value("isError", false)) {
     outcome = "tool_error";
     a.error = ErrorTextOf(r.result);

@@ -45,7 +45,8 @@ class Upstreams : public ToolGateway {
 
  private:
   struct Server;
-  static constexpr std::chrono::seconds kRelistTimeout{10};
+  static constexpr std::chrono::seconds kRelistTimeout{5};
+  static constexpr std::chrono::seconds kRelistBackoff{30};
   static const Tool* Find(const Tools& tools, const std::string& tool);
   static std::shared_ptr<const Tools> AllowedTools(const Spec& spec, const nlohmann::json& listed);
   void RefreshChanged();

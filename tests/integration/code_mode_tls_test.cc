@@ -305,6 +305,19 @@ TEST(CodeModeParallelTest, CallsOverlapUpToTheCapAwaitedOrFromThreads) {
   json second =
       s.Call({{"code", "print(mcp_tools.tls.echo(message='plain'))"}, {"session", fs["session"]}});
   EXPECT_EQ(second["structuredContent"]["stdout"], "Echo: plain\n") << second.dump();
+  // A cell that ends with a call still in flight on a thread of its own:
+  // its channel ends with it, and the next cell's channel works.
+  json leaves = s.Call({{"code",
+                         "import threading\n"
+                         "threading.Thread(target=lambda: mcp_tools.tls.wait(ms=1000), "
+                         "daemon=True).start()\n"},
+                        {"session", fs["session"]}});
+  EXPECT_EQ(leaves["structuredContent"]["exit_code"], 0) << leaves.dump();
+  json after = s.Call({{"code",
+                        "import time\ntime.sleep(1.5)\n"
+                        "print(mcp_tools.tls.echo(message='next cell'))"},
+                       {"session", fs["session"]}});
+  EXPECT_EQ(after["structuredContent"]["stdout"], "Echo: next cell\n") << after.dump();
 }
 
 }  // namespace

@@ -460,6 +460,21 @@ TEST_F(ToolChannelTest, CallsOverlapUpToMaxInFlight) {
   EXPECT_EQ(channel_->calls(), 3);
 }
 
+// A burst right after a list (whose thread still lingers) is spread over
+// as many threads as it needs, not handed to the one lingering thread.
+TEST_F(ToolChannelTest, ABurstAfterAListStillOverlaps) {
+  gateway_->Hold();
+  ToolChannelLimits limits;
+  limits.max_in_flight = 3;
+  Start(limits);
+  Send({{"id", 100}, {"op", "list"}});
+  ASSERT_TRUE(Next());
+  SendRaw(ThreeCalls());
+  EXPECT_TRUE(gateway_->WaitEntered(3)) << "the burst went to one thread";
+  gateway_->Release();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Next());
+}
+
 TEST_F(ToolChannelTest, StopEndsAnIdleChannelAndTheRunReadsEof) {
   Start();
   StopLoop();

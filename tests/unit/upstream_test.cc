@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "upstream/client.h"
 #include "upstream/config.h"
 #include "upstream/upstreams.h"
 
@@ -76,8 +77,8 @@ TEST(UpstreamConfigTest, EveryBadEntryIsRefusedNamingIt) {
 // The client apps' ${NAME} references, resolved from the server's own
 // environment (here a map standing in for it).
 TEST(UpstreamConfigTest, ValuesNameEnvironmentVariables) {
-  const std::map<std::string, std::string> env = {{"GITHUB_TOKEN", "ghp_secret1"},
-                                                  {"REGION", "eu"}};
+  const std::map<std::string, std::string> env = {
+      {"GITHUB_TOKEN", "ghp_secret1"}, {"REGION", "eu"}, {"EMPTY", ""}};
   const Lookup lookup = [&](const std::string& name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
@@ -87,7 +88,8 @@ TEST(UpstreamConfigTest, ValuesNameEnvironmentVariables) {
   ASSERT_TRUE(ParseSpecs(R"({"mcpServers": {
       "gh": {"url": "https://api.example/mcp",
              "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Cost": "$5",
-                         "X-Region": "${REGION}-${ZONE:-1}", "X-Empty": "${UNSET:-}"}},
+                         "X-Region": "${REGION}-${ZONE:-1}", "X-Empty": "${UNSET:-}",
+                         "X-Blank": "${EMPTY}", "X-Fallback": "${EMPTY:-d}"}},
       "local": {"command": "x", "env": {"TOKEN": "${GITHUB_TOKEN}"}}}})",
                          &specs, &error, lookup))
       << error;
@@ -96,6 +98,8 @@ TEST(UpstreamConfigTest, ValuesNameEnvironmentVariables) {
   EXPECT_EQ(specs[0].headers.at("X-Cost"), "$5");
   EXPECT_EQ(specs[0].headers.at("X-Region"), "eu-1");
   EXPECT_EQ(specs[0].headers.at("X-Empty"), "");
+  EXPECT_EQ(specs[0].headers.at("X-Blank"), "");
+  EXPECT_EQ(specs[0].headers.at("X-Fallback"), "d");  // as a shell: empty takes the default
   EXPECT_EQ(specs[1].env.at("TOKEN"), "ghp_secret1");
   // The variable's value is a secret of its own: a message that shows the
   // token without "Bearer " is masked too.
@@ -146,6 +150,29 @@ TEST(UpstreamConfigTest, CaIsTakenBesideTheFile) {
       << error;
   for (const char* name : {"/ca.pem", "/up.json", "/bad.json"}) unlink((folder + name).c_str());
   rmdir(dir);
+}
+
+// Credentials are masked in a result's strings only, in one pass each; a
+// literal env value (here "true") is no credential and masks nothing.
+TEST(UpstreamConfigTest, CredentialsAreMaskedInStringsOnly) {
+  std::vector<Spec> specs;
+  std::string error;
+  const Lookup lookup = [](const std::string&) -> const char* { return "tok-1234567"; };
+  ASSERT_TRUE(ParseSpecs(R"({"mcpServers": {"a": {"url": "https://h/",
+      "headers": {"Authorization": "Bearer ${T}", "X-Short": "abc"}}, "b": {"command": "x",
+      "env": {"DEBUG": "true"}}}})",
+                         &specs, &error, lookup))
+      << error;
+  EXPECT_EQ(specs[0].Credentials(),
+            (std::vector<std::string>{"Bearer tok-1234567", "tok-1234567"}));
+  EXPECT_TRUE(specs[1].Credentials().empty());
+  nlohmann::json result = nlohmann::json::parse(R"({"isError": true,
+      "content": [{"type": "text", "text": "sent Bearer tok-1234567, then tok-1234567tok-1234567"}],
+      "structuredContent": {"tok-1234567": {"deep": ["tok-1234567"]}}})");
+  MaskStrings(&result, specs[0].Credentials());
+  EXPECT_EQ(result["content"][0]["text"], "sent ***, then ******");
+  EXPECT_EQ(result["isError"], true);
+  EXPECT_EQ(result["structuredContent"]["tok-1234567"]["deep"][0], "***") << "keys stay";
 }
 
 TEST(UpstreamConfigTest, AllowTakesNamesAndPrefixes) {
