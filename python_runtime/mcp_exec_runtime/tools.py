@@ -62,12 +62,20 @@ def _send_frame(fd, frame):
             raise ToolError("this call's arguments take %d bytes, more than the %d one call may "
                             "send (MCP_EXEC_MAX_TOOL_RESULT_BYTES sets it); pass less per call"
                             % (len(body), limit))
+        # On a descriptor of its own: a session's next cell puts a new socket
+        # on fd, and a frame is never split between two sockets.
+        try:
+            own = os.dup(fd)
+        except OSError as e:
+            raise ToolError(_closed_text(_socket_of(fd), e)) from None
         try:
             data = _field(body)
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(own, data):]
         except OSError as e:
-            raise ToolError(_closed_text(_socket_of(fd), e)) from None
+            raise ToolError(_closed_text(_socket_of(own), e)) from None
+        finally:
+            os.close(own)
     return frame_id
 
 
@@ -92,10 +100,16 @@ def _await_reply(fd, frame_id):
                 _tools["reading"] = True
                 break
             cv.wait()
+    # The reader reads whole frames from the socket it started on (a dup of
+    # fd): a thread left from a session's earlier cell never reads half a
+    # frame from the next cell's socket.
+    own = None
     try:
+        own = os.dup(fd)
+        sock = _socket_of(own)
         while True:
             try:
-                answer = json.loads(_read_field(fd))
+                answer = json.loads(_read_field(own))
             except ValueError:
                 answer = None
             with cv:
@@ -115,6 +129,8 @@ def _await_reply(fd, frame_id):
             _tools["ended"][sock] = _closed_text(sock, e)
         raise ToolError(_tools["ended"][sock]) from None
     finally:
+        if own is not None:
+            os.close(own)
         with cv:
             _tools["reading"] = False
             cv.notify_all()
