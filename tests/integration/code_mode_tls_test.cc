@@ -317,7 +317,8 @@ TEST(CodeModeParallelTest, CallsOverlapUpToTheCapAwaitedOrFromThreads) {
                         "import time\ntime.sleep(1.5)\n"
                         "print(mcp_tools.tls.echo(message='next cell'))"},
                        {"session", fs["session"]}});
-  EXPECT_EQ(after["structuredContent"]["stdout"], "Echo: next cell\n") << after["structuredContent"].dump();
+  EXPECT_EQ(after["structuredContent"]["stdout"], "Echo: next cell\n")
+      << after["structuredContent"].dump();
 }
 
 }  // namespace
