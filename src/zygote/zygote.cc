@@ -458,15 +458,15 @@ void CountAfterCell(Zygote& z, uint64_t run_id) {
   for (auto& [pid, r] : z.runners) {
     if (r.run_id == run_id) run = &r;
   }
-  int64_t ended = 0;
   if (run && run->ended_by == 0) {
     const int64_t own = z.sandbox.run_pidns ? 3 : 2;
     const int64_t tasks = sandbox::cgroups::PidsCurrent(z.sandbox.cgroups, run->cgroup);
-    if (tasks < 0 || tasks > own) {
-      WatchRuns(z);
-      ended = run->ended_by != 0 ? 1 : 0;
-    }
+    if (tasks < 0 || tasks > own) WatchRuns(z);
   }
+  // Ended by this count, or by a once-a-second pass that came between the
+  // cell's end and this count (killed, not yet reaped): either way the
+  // answer waits for its end and says why.
+  const int64_t ended = run && run->ended_by != 0 ? 1 : 0;
   ipc::Header r{ipc::Type::kCounted, 0, run_id, ended};
   ipc::Send(z.control, r, nullptr, 0, nullptr, 0);
 }
