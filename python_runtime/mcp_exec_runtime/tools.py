@@ -213,10 +213,10 @@ class _Pending:
         raise TypeError(self._said())
 
     # Used as the value it is not yet: the same words, whatever the use.
+    # (Not ==, hash or order: asyncio may keep awaitables in sets and dicts.)
     __getitem__ = __iter__ = __len__ = __contains__ = __int__ = __float__ = __index__ = _as_value
-    __add__ = __radd__ = __mul__ = __eq__ = __lt__ = __gt__ = _as_value
+    __add__ = __radd__ = __mul__ = _as_value
     __bool__ = _as_value  # `if call(...):` without await is a mistake, said as one
-    __hash__ = object.__hash__
 
 
 def _dispatch(server, tool, arguments, what):

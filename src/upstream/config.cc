@@ -42,15 +42,14 @@ bool Expand(const std::string& value, const Lookup& lookup, std::string* out,
       return false;
     }
     // As a shell's ${NAME:-default}: the default when NAME is unset or empty.
-    const char* value = lookup(name);
-    const bool set = value != nullptr && *value != '\0';
-    if (!set && dash == std::string::npos) {
-      if (value == nullptr) {
-        *error = "names the environment variable " + name + ", which is not set";
-        return false;
-      }
+    const char* env = lookup(name);
+    if (env == nullptr && dash == std::string::npos) {
+      *error = "names the environment variable " + name + ", which is not set";
+      return false;
     }
-    const std::string resolved = set || dash == std::string::npos ? value : inner.substr(dash + 2);
+    const bool set = env != nullptr && *env != '\0';
+    const std::string resolved =
+        set || dash == std::string::npos ? std::string(env) : inner.substr(dash + 2);
     if (set && resolved.size() >= 4) used->push_back(resolved);
     *out += resolved;
     i = close;
