@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/bounded_json.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "protocol/eras.h"

@@ -101,6 +101,19 @@ json Entry(const std::string& url, const char* ca) {
   return e;
 }
 
+// The upstreams file most tests use: the one upstream, by name, with the
+// test CA; and the server's environment with the token it names.
+std::string OneUpstream(const Material& m, const TlsUpstream& up) {
+  return m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+}
+
+std::map<std::string, std::string> WithToken(const std::string& config,
+                                             std::map<std::string, std::string> more = {}) {
+  more["MCP_EXEC_UPSTREAMS"] = config;
+  more["MCP_EXEC_TEST_TOKEN"] = kToken;
+  return more;
+}
+
 // Over https with the entry's own CA, by name (SNI and the name checked)
 // and by address; the token comes from the server's environment and is
 // found nowhere a run, a result, the log or the description shows.
@@ -111,7 +124,7 @@ TEST(CodeModeTlsTest, AnHttpsUpstreamWithItsCaAndASecretByReference) {
   const std::string config = m.Write(
       "up.json", {{"byname", Entry(up.Url("localhost"), "ca.pem")},
                   {"byaddress", Entry(up.Url("127.0.0.1"), (m.dir() + "/ca.pem").c_str())}});
-  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  ServerProcess s(WithToken(config));
   json init = s.Initialize();
   json r = s.Exec(
       "import mcp_tools, os, socket\n"
@@ -161,7 +174,7 @@ TEST(CodeModeTlsTest, ACertificateThatDoesNotProveTheServerStopsTheStart) {
   for (const Refusal& c : cases) {
     TlsUpstream up(m, c.cert);
     const std::string config = m.Write("bad.json", {{"tls", Entry(up.Url(c.host), c.ca)}});
-    ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+    ServerProcess s(WithToken(config));
     EXPECT_NE(s.Wait(60000), 0) << c.what;
     const std::string err = s.Stderr();
     EXPECT_TRUE(Has(err, "upstream 'tls' (url " + up.Url(c.host) + ") could not be started"))
@@ -179,8 +192,8 @@ TEST(CodeModeTlsTest, ConnectionsAreKeptAndOneTheServerClosedIsReplaced) {
   Material m;
   ASSERT_TRUE(m.ok());
   TlsUpstream up(m, "server", {{"TLS_UPSTREAM_IDLE_S", "1"}});
-  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
-  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  const std::string config = OneUpstream(m, up);
+  ServerProcess s(WithToken(config));
   s.Initialize();
   json r = s.Exec(
       "import mcp_tools, time\n"
@@ -202,7 +215,7 @@ TEST(CodeModeTlsTest, AMissingVariableOrAnUnreadableCaStopsTheStart) {
   ASSERT_TRUE(m.ok());
   TlsUpstream up(m, "server");
   {
-    const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
+    const std::string config = OneUpstream(m, up);
     ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}});
     EXPECT_NE(s.Wait(60000), 0);
     EXPECT_TRUE(Has(s.Stderr(),
@@ -213,7 +226,7 @@ TEST(CodeModeTlsTest, AMissingVariableOrAnUnreadableCaStopsTheStart) {
   {
     const std::string config =
         m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "server.csr")}});
-    ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+    ServerProcess s(WithToken(config));
     EXPECT_NE(s.Wait(60000), 0);
     EXPECT_TRUE(Has(s.Stderr(), "cannot use \"ca\" " + m.dir() + "/server.csr")) << s.Stderr();
   }
@@ -233,10 +246,8 @@ TEST(CodeModeParallelTest, CallsOverlapUpToTheCapAwaitedOrFromThreads) {
   Material m;
   ASSERT_TRUE(m.ok());
   TlsUpstream up(m, "server");
-  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
-  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config},
-                   {"MCP_EXEC_TEST_TOKEN", kToken},
-                   {"MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT", "3"}});
+  const std::string config = OneUpstream(m, up);
+  ServerProcess s(WithToken(config, {{"MCP_EXEC_MAX_TOOL_CALLS_IN_FLIGHT", "3"}}));
   s.Initialize();
   // Top-level await: nine calls, at most three at the upstream at once,
   // and more than one (they overlap). In a run that awaits, every call is
@@ -342,8 +353,8 @@ TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTo
   Material m;
   ASSERT_TRUE(m.ok());
   TlsUpstream up(m, "server", {{"TLS_UPSTREAM_TOOLS", "60"}});  // 8 of its own, and 60
-  const std::string config = m.Write("up.json", {{"tls", Entry(up.Url("localhost"), "ca.pem")}});
-  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  const std::string config = OneUpstream(m, up);
+  ServerProcess s(WithToken(config));
   s.Initialize();
   const std::string description = ExecDescription(s);
   EXPECT_TRUE(Has(description, "\n- mcp_tools.tls (68 tools)\n68 tools in all")) << description;
@@ -371,9 +382,7 @@ TEST(CodeModeDiscoveryTest, PastTheMaxTheDescriptionNamesServersAndSearchFindsTo
       << r.dump();
 
   // Up to the max every tool is named.
-  ServerProcess all({{"MCP_EXEC_UPSTREAMS", config},
-                     {"MCP_EXEC_TEST_TOKEN", kToken},
-                     {"MCP_EXEC_DESCRIBE_TOOLS_MAX", "100"}});
+  ServerProcess all(WithToken(config, {{"MCP_EXEC_DESCRIBE_TOOLS_MAX", "100"}}));
   all.Initialize();
   const std::string every = ExecDescription(all);
   EXPECT_TRUE(Has(every, "- mcp_tools.tls (68 tools): echo, wait, whoami")) << every;
@@ -392,7 +401,7 @@ TEST(CodeModeDiscoveryTest, TypedReturnsAndAToolListThatChanges) {
                   {"tiny",
                    {{"command", "/usr/bin/python3"},
                     {"args", {std::string(MCP_EXEC_UPSTREAMS_DIR) + "/tiny_upstream.py"}}}}});
-  ServerProcess s({{"MCP_EXEC_UPSTREAMS", config}, {"MCP_EXEC_TEST_TOKEN", kToken}});
+  ServerProcess s(WithToken(config));
   s.Initialize();
   json r = s.Exec(
       "import mcp_tools\n"
